@@ -1,0 +1,1 @@
+"""Interactive explorers (ipywidgets), one module per lesson."""
