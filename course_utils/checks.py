@@ -34,3 +34,14 @@ def check_true(condition, message):
     """Assert with a message that tells the student what went wrong."""
     if not bool(condition):
         raise AssertionError(message)
+
+
+def require(value, what):
+    """Stop a cell early, with a hint, when an earlier step has not produced `value` yet.
+
+    Used by cells that need the result of an exercise: `require(model, "a trained
+    model: finish Exercises 1-4 and run the training cell")`.
+    """
+    if value is None:
+        raise NotImplementedError(f"This cell needs {what}.")
+    return value

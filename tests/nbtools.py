@@ -1,0 +1,98 @@
+"""Notebook helpers shared by the tests: load, execute, fill in solutions, grade with nbgrader."""
+import json
+import os
+import re
+import shutil
+from pathlib import Path
+
+import nbformat
+from nbclient import NotebookClient
+
+REPO = Path(__file__).resolve().parent.parent
+SOLUTIONS = REPO / "solutions"
+NOTEBOOKS = REPO / "notebooks"
+LESSONS = sorted(p.stem for p in SOLUTIONS.glob("[0-9][0-9]_*.ipynb"))
+# errors a student copy may raise: unfinished exercises and the tests that catch them
+EXPECTED_STUDENT_ERRORS = {"NotImplementedError", "AssertionError"}
+
+
+def load(path):
+    return nbformat.read(str(path), as_version=4)
+
+
+def grade_id(cell):
+    return cell.metadata.get("nbgrader", {}).get("grade_id")
+
+
+def is_solution(cell):
+    return cell.metadata.get("nbgrader", {}).get("solution", False) and cell.cell_type == "code"
+
+
+def is_test(cell):
+    return cell.metadata.get("nbgrader", {}).get("grade", False) and cell.cell_type == "code"
+
+
+def execute(nb, fast=True, timeout=300, cwd=None, extra_env=None):
+    """Run every cell (errors recorded, not raised) and return the executed notebook."""
+    env = {"COURSE_FAST": "1" if fast else "0", "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
+    env.update(extra_env or {})
+    saved = {k: os.environ.get(k) for k in env}
+    os.environ.update(env)
+    try:
+        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
+                                resources={"metadata": {"path": str(cwd or REPO)}})
+        client.execute()
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    return nb
+
+
+def errors(nb):
+    """[(cell index, ename, evalue)] for every error output."""
+    return [(i, o.ename, o.evalue) for i, c in enumerate(nb.cells) if c.cell_type == "code"
+            for o in c.get("outputs", []) if o.output_type == "error"]
+
+
+def stderr_text(cell):
+    return "".join(o.text for o in cell.get("outputs", []) if o.output_type == "stream" and o.name == "stderr")
+
+
+def fill_solutions(student_nb, solution_nb, grade_ids=None):
+    """A copy of the student notebook with the solution code pasted into its answer cells.
+
+    grade_ids: which answer cells to fill (default: all), as a student would.
+    """
+    answers = {grade_id(c): c.source for c in solution_nb.cells if is_solution(c)}
+    filled = nbformat.from_dict(json.loads(nbformat.writes(student_nb)))
+    for cell in filled.cells:
+        gid = grade_id(cell)
+        if is_solution(cell) and (grade_ids is None or gid in grade_ids):
+            cell.source = re.sub(r"[ \t]*### (BEGIN|END) SOLUTION\n", "", answers[gid])
+    return filled
+
+
+def solution_ids(nb):
+    return [grade_id(c) for c in nb.cells if is_solution(c)]
+
+
+def json_variable_cell(name):
+    """A code cell that prints a notebook variable as JSON on one tagged line (for inspection)."""
+    return nbformat.v4.new_code_cell(
+        f"import json as _json\nprint('@@{name}@@' + _json.dumps({name}, default=float))")
+
+
+def read_json_variable(nb, name):
+    for o in nb.cells[-1].get("outputs", []):
+        if o.output_type == "stream" and f"@@{name}@@" in o.text:
+            return json.loads(o.text.split(f"@@{name}@@", 1)[1])
+    raise AssertionError(f"notebook did not define {name}: {nb.cells[-1].get('outputs')}")
+
+
+def copy_course_sources(course_root, lessons):
+    for lesson in lessons:
+        (course_root / "source" / lesson).mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(SOLUTIONS / f"{lesson}.ipynb", course_root / "source" / lesson / f"{lesson}.ipynb")
