@@ -1,0 +1,196 @@
+"""Unit tests of the course_utils helpers."""
+import matplotlib
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+import course_utils as cu
+from course_utils import BOS, EOS, PAD
+
+
+@pytest.fixture
+def task():
+    return cu.ReversalTask(num_symbols=10, min_len=5, max_len=50, seed=3)
+
+
+def test_same_seed_gives_same_batches():
+    a, b = cu.ReversalTask(seed=7), cu.ReversalTask(seed=7)
+    for _ in range(3):
+        x, y = a.sample(16), b.sample(16)
+        assert torch.equal(x.src, y.src) and torch.equal(x.tgt_out, y.tgt_out)
+
+
+def test_different_seeds_give_different_batches():
+    assert not torch.equal(cu.ReversalTask(seed=1).sample(16, 10).src, cu.ReversalTask(seed=2).sample(16, 10).src)
+
+
+def test_held_out_set_does_not_depend_on_training_draws(task):
+    before = task.held_out(12, n=20)
+    task.sample(64)
+    assert torch.equal(before.src, task.held_out(12, n=20).src)
+
+
+def test_seed_everything_repeats_torch_draws():
+    cu.seed_everything(5)
+    first = torch.randn(4)
+    cu.seed_everything(5)
+    assert torch.equal(first, torch.randn(4))
+
+
+def test_targets_are_reversed_sources_framed_by_bos_and_eos(task):
+    batch = task.sample(8, (5, 9))
+    for i in range(8):
+        n = int(batch.src_lengths[i])
+        source = batch.src[i, :n].tolist()
+        assert batch.tgt_in[i, : n + 1].tolist() == [BOS] + source[::-1]
+        assert batch.tgt_out[i, : n + 1].tolist() == source[::-1] + [EOS]
+
+
+def test_padding_fills_past_each_length(task):
+    batch = task.sample(32, (5, 20))
+    assert batch.src.shape[1] == int(batch.src_lengths.max())
+    for row, n in zip(batch.src, batch.src_lengths.tolist()):
+        assert (row[:n] >= task.vocab.first_symbol_id).all() and (row[n:] == PAD).all()
+    assert ((batch.tgt_out != PAD).sum(1) == batch.src_lengths + 1).all()
+
+
+def test_lengths_stay_in_the_requested_range(task):
+    lengths = task.sample(200, (7, 11)).src_lengths
+    assert lengths.min() >= 7 and lengths.max() <= 11 and len(set(lengths.tolist())) > 1
+
+
+def test_same_length_batches_have_no_padding(task):
+    batch = task.sample(20, (5, 50), same_length=True)
+    assert len(set(batch.src_lengths.tolist())) == 1 and (batch.src != PAD).all()
+
+
+def test_lengths_up_to_fifty_are_supported(task):
+    assert task.held_out(50, n=3).src.shape == (3, 50)
+
+
+def test_vocab_round_trip_and_decode_stops_at_eos(task):
+    ids = task.vocab.encode(["a", "c", "b"])
+    assert task.vocab.decode(ids + [EOS, 5, PAD]) == ["a", "c", "b"]
+
+
+@pytest.mark.parametrize("call, argument", [
+    (lambda t: t.sample(4, 60), "lengths"),
+    (lambda t: t.sample(4, (5, 51)), "lengths[1]"),
+    (lambda t: t.held_out(0), "length"),
+    (lambda t: t.sample(0), "batch_size"),
+    (lambda t: t.make_batch([]), "sources"),
+    (lambda t: t.encode_source(""), "text"),
+    (lambda t: t.encode_source("a zz"), "tokens"),
+    (lambda t: cu.pad_sequences([]), "sequences"),
+    (lambda t: cu.pad_sequences([torch.zeros(2, 2, dtype=torch.long)]), "sequences[0]"),
+    (lambda t: cu.pad_sequences([torch.tensor([0.5, 1.0])]), "sequences[0]"),
+    (lambda t: cu.exact_match(torch.zeros(3, 4), torch.zeros(3, 4, dtype=torch.long)), "predictions"),
+    (lambda t: cu.exact_match(torch.zeros(3, dtype=torch.long), torch.zeros(3, 4, dtype=torch.long)), "predictions"),
+    (lambda t: cu.exact_match(torch.zeros(2, 4, dtype=torch.long), torch.zeros(3, 4, dtype=torch.long)), "predictions, targets"),
+    (lambda t: cu.ReversalTask(num_symbols=40), "num_symbols"),
+    (lambda t: cu.seed_everything(1.5), "seed"),
+    (lambda t: cu.plot_attention(np.ones((2, 3)), ["a", "b"], ["x", "y"]), "weights"),
+])
+def test_bad_input_names_the_argument(task, call, argument):
+    with pytest.raises((ValueError, TypeError, KeyError)) as error:
+        call(task)
+    assert str(error.value).strip("'\"").startswith(argument + ":"), str(error.value)
+
+
+def test_exact_match_ignores_padding_and_what_follows_eos():
+    target = torch.tensor([[5, 6, EOS, PAD], [5, 6, EOS, PAD], [5, 6, EOS, PAD], [5, 6, EOS, PAD]])
+    predicted = torch.tensor([[5, 6, EOS, 9], [5, 6, 7, EOS], [5, EOS, PAD, PAD], [5, 6, EOS, PAD]])
+    assert cu.exact_match(predicted, target).tolist() == [True, False, False, True]
+
+
+def test_evaluate_by_length_counts_exact_matches(task):
+    def perfect(src, src_lengths, max_len):
+        return torch.stack([torch.cat([s[:n].flip(0), torch.tensor([EOS])]) for s, n in zip(src, src_lengths)])
+
+    def drops_first_half(src, src_lengths, max_len):
+        out = perfect(src, src_lengths, max_len)
+        return torch.where(torch.arange(len(src)).unsqueeze(1) % 2 == 0, out, torch.full_like(out, EOS))
+
+    assert cu.evaluate_by_length(perfect, task, [5, 20, 50], n=10) == {5: 1.0, 20: 1.0, 50: 1.0}
+    assert cu.evaluate_by_length(drops_first_half, task, [8], n=10) == {8: 0.5}
+
+
+def test_training_loop_feeds_padded_targets_and_lowers_the_loss(task):
+    seen_pad = []
+
+    def loss_fn(logits, targets):
+        seen_pad.append(bool((targets == PAD).any()))
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), targets.reshape(-1), ignore_index=PAD)
+
+    class Memoriser(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.table = torch.nn.Embedding(len(task.vocab), len(task.vocab))
+
+        def forward(self, src, src_lengths, tgt_in):
+            return self.table(tgt_in)
+
+    cu.seed_everything(0)
+    history = cu.train_seq2seq(Memoriser(), task, loss_fn, steps=60, lr=0.05, lengths=(5, 8),
+                               same_length=False, progress=False)
+    assert any(seen_pad), "mixed-length batches should reach the loss with padding"
+    assert np.mean(history["loss"][-10:]) < np.mean(history["loss"][:10])
+
+
+def test_training_rejects_a_model_with_wrongly_shaped_logits(task):
+    class Wrong(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.zeros(1))
+
+        def forward(self, src, src_lengths, tgt_in):
+            return self.w * torch.zeros(src.shape[0], 3, 5)
+
+    with pytest.raises(ValueError, match="model output"):
+        cu.train_seq2seq(Wrong(), task, lambda lg, t: lg.sum(), steps=1, lengths=10, progress=False)
+
+
+def test_fast_mode_follows_the_environment(monkeypatch):
+    monkeypatch.delenv("NBGRADER_EXECUTION", raising=False)
+    monkeypatch.setenv("COURSE_FAST", "0")
+    assert cu.budget(100, 5) == 100
+    monkeypatch.setenv("COURSE_FAST", "1")
+    assert cu.budget(100, 5) == 5
+    monkeypatch.delenv("COURSE_FAST")
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert cu.is_fast_mode()
+
+
+def test_pick_device_honours_a_choice_and_rejects_nonsense(monkeypatch):
+    monkeypatch.delenv("COURSE_DEVICE", raising=False)
+    assert cu.pick_device("cpu").type == "cpu"
+    assert cu.pick_device().type in ("cpu", "cuda", "mps")
+    with pytest.raises(ValueError, match="prefer"):
+        cu.pick_device("tpu")
+
+
+def test_attention_heatmap_labels_both_axes():
+    matplotlib.use("Agg")
+    ax = cu.plot_attention(np.full((2, 3), 1 / 3), ["a", "b", "c"], ["x", "y"])
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["a", "b", "c"]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["x", "y"]
+    assert ax.get_xlabel() and ax.get_ylabel()
+
+
+def test_heatmap_falls_back_with_a_warning_when_no_font_has_the_script(monkeypatch):
+    matplotlib.use("Agg")
+    monkeypatch.setattr(cu.plotting, "font_for", lambda labels: None)
+    with pytest.warns(UserWarning, match="font"):
+        ax = cu.plot_attention(np.ones((1, 2)) / 2, ["बत्ती", "a"], ["x"])
+    assert [t.get_text() for t in ax.get_xticklabels()][0].startswith("U+092C")
+
+
+def test_check_helpers_raise_assertion_errors_with_the_name():
+    with pytest.raises(AssertionError, match="thing: expected shape"):
+        cu.check_shape(torch.zeros(2, 3), (2, 4), "thing")
+    with pytest.raises(AssertionError, match="vals: values differ"):
+        cu.check_close(torch.zeros(3), torch.ones(3), "vals")
+    cu.check_close(torch.ones(3), np.ones(3), "same")
+    with pytest.raises(NotImplementedError, match="needs a model"):
+        cu.require(None, "a model")
