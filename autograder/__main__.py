@@ -1,22 +1,109 @@
-"""python -m autograder: the instructor's command line."""
+"""python -m autograder: the instructor's command line (release, collect, grade, feedback, export)."""
 import argparse
 import sys
 from pathlib import Path
 
 from .course import REPO, lesson_ids, release
 
+EPILOG = """a term, from the repository root:
+  python -m autograder release                       # notebooks/ and course/ from solutions/
+  python -m autograder collect downloads.zip --roster roster.csv
+  python -m autograder grade --jobs 2                # everyone; or: grade 01_seq2seq_bottleneck --student alice
+  python -m autograder feedback                      # course/feedback/<student>/<lesson>/*.html
+  python -m autograder export                        # course/export/grades.csv, summary.csv, summary.md
+
+`python -m autograder COMMAND --help` tells more about each command.
+"""
+
+DESCRIPTIONS = dict(
+    release="Copy solutions/NN_*.ipynb into <course>/source/, run nbgrader generate_assignment, "
+            "and copy the student versions to notebooks/. Creates <course>/gradebook.db.",
+    collect="Put submissions into <course>/submitted/<student>/<lesson>/. SOURCE is a folder or a .zip "
+            "holding, mixed freely: nbgrader's exchange inbound/ (<student>+<lesson>+<time>/, latest wins), "
+            "one folder per student, or loose Colab/LMS downloads ('Copy of 02_x.ipynb', '02_x (1).ipynb') "
+            "matched to students with --roster. Every file not placed is listed with the reason; "
+            "exit status 2 when there is one.",
+    grade="Run nbgrader autograde on every submission (or those named), each in its own worker process "
+          "with the kernel sandboxed: no access to solutions/, the course directory or the gradebook; "
+          "limits on time, memory and processes. Each worker writes a private copy of the gradebook, "
+          "merged into <course>/gradebook.db when it ends. A submission that cannot be graded scores 0 "
+          "and is flagged; the others go on. Flags and events: <course>/reports/<lesson>/<student>.json.",
+    feedback="HTML feedback in <course>/feedback/<student>/<lesson>/ for every autograded submission, "
+             "with the hidden tests, their tracebacks and any copy of them in outputs removed.",
+    export="<dir>/grades.csv (nbgrader's CSV export: one row per student and lesson), <dir>/summary.csv "
+           "(per test cell: how many submissions got full marks or zero) and <dir>/summary.md (the same, "
+           "most failed first, and every flagged submission with its flags).",
+)
+
 
 def main(argv=None):
     parser = argparse.ArgumentParser(
-        prog="python -m autograder",
-        description="Grade the attention course with nbgrader. Run it from the repository root.")
-    commands = parser.add_subparsers(dest="command", required=True)
-    p = commands.add_parser("release", help="regenerate notebooks/ (and the course directory) from solutions/")
-    p.add_argument("lessons", nargs="*", help=f"lesson ids (default: all: {', '.join(lesson_ids()) or 'none yet'})")
-    p.add_argument("--course", default=str(REPO / "course"), help="nbgrader course directory (default: ./course)")
+        prog="python -m autograder", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Grade the attention course with nbgrader: release, collect, grade, feedback, export.")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    lessons_help = f"lesson ids (default: every lesson: {', '.join(lesson_ids()) or 'none yet'})"
+    course_help = f"nbgrader course directory (default: {REPO / 'course'})"
+
+    def command(name, help):
+        return commands.add_parser(name, help=help, description=DESCRIPTIONS[name])
+
+    p = command("release", "regenerate notebooks/ and the course directory from solutions/")
+    p.add_argument("lessons", nargs="*", metavar="LESSON", help=lessons_help)
+    p.add_argument("--course", default=str(REPO / "course"), help=course_help)
+
+    p = command("collect", "place a folder or zip of submissions into <course>/submitted/")
+    p.add_argument("source", metavar="SOURCE", help="a folder or a .zip of submissions")
+    p.add_argument("--roster", metavar="CSV", help="CSV with a student_id column (or id, username, email); "
+                   "a file or folder belongs to the student whose id or other field (name, email, LMS id) "
+                   "appears in its name")
+    p.add_argument("--course", default=str(REPO / "course"), help=course_help)
+
+    p = command("grade", "autograde submissions in a sandbox, in parallel")
+    p.add_argument("lessons", nargs="*", metavar="LESSON", help=lessons_help)
+    p.add_argument("--student", action="append", metavar="ID", help="grade only this student (repeatable)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="submissions graded at once, in separate processes (default 1; use the number of cores)")
+    p.add_argument("--cell-timeout", type=int, default=60, metavar="S",
+                   help="seconds one cell may run before it is interrupted (default 60)")
+    p.add_argument("--notebook-timeout", type=int, default=300, metavar="S",
+                   help="seconds of execution for one notebook; later cells are not run (default 300); "
+                        "a worker still running 60 s later is killed")
+    p.add_argument("--memory-mb", type=int, default=4096, metavar="MB",
+                   help="address-space limit of the kernel (default 4096)")
+    p.add_argument("--nproc", type=int, default=512, metavar="N",
+                   help="processes and threads of the sandbox user (default 512)")
+    p.add_argument("--course", default=str(REPO / "course"), help=course_help)
+
+    p = command("feedback", "HTML feedback per student, without the hidden tests")
+    p.add_argument("lessons", nargs="*", metavar="LESSON", help=lessons_help)
+    p.add_argument("--student", action="append", metavar="ID", help="only this student (repeatable)")
+    p.add_argument("--course", default=str(REPO / "course"), help=course_help)
+
+    p = command("export", "grades CSV (nbgrader's columns) and a per-question summary")
+    p.add_argument("--to", metavar="DIR", help="output folder (default: <course>/export)")
+    p.add_argument("--course", default=str(REPO / "course"), help=course_help)
+
     args = parser.parse_args(argv)
+    course = Path(args.course)
     if args.command == "release":
-        release(Path(args.course), args.lessons or None)
+        release(course, args.lessons or None)
+    elif args.command == "collect":
+        from .collect import collect
+        result = collect(args.source, course, lesson_ids(), roster=args.roster)
+        return 2 if result.problems else 0
+    elif args.command == "grade":
+        from .grading import Limits, grade
+        limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
+                        memory_mb=args.memory_mb, nproc=args.nproc)
+        results = grade(course, args.lessons or None, args.student, jobs=args.jobs, limits=limits)
+        failed = [r for r in results if r.status != "graded"]
+        print(f"graded {len(results) - len(failed)}, could not grade {len(failed)} (scored 0, flagged)")
+    elif args.command == "feedback":
+        from .feedback import generate_feedback
+        generate_feedback(course, args.lessons or None, args.student)
+    elif args.command == "export":
+        from .feedback import export
+        export(course, args.to or course / "export")
     return 0
 
 

@@ -32,3 +32,19 @@ c.Execute.extra_arguments = [
     "--HistoryManager.hist_file=:memory:",
     f"--InteractiveShellApp.exec_lines={_WARNINGS_TO_STDOUT}",
 ]
+
+# Feedback never shows the hidden tests, whether it is made by `python -m
+# autograder feedback` or by plain `nbgrader generate_feedback` with this file:
+# nbgrader's autograde puts them back into the graded notebook, and its own
+# feedback would print them. HideHiddenTests (autograder/feedback.py) removes
+# them, their tracebacks and any copy of their lines in outputs.
+import sys as _sys  # noqa: E402
+from pathlib import Path as _Path  # noqa: E402
+_repo = str(_Path(__file__).resolve().parent.parent)  # noqa: F821  (set by traitlets)
+if _repo not in _sys.path:
+    _sys.path.insert(0, _repo)
+c.GenerateFeedback.preprocessors = [
+    "autograder.feedback.HideHiddenTests",
+    "nbgrader.preprocessors.GetGrades",
+    "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
+]

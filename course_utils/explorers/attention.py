@@ -122,7 +122,8 @@ class AttentionExplorer:
         self.tokens, self.weights, self.figure, self.used_reference = [], None, None, False
         self.sentence = widgets.Text(value=sentence, description="sentence",
                                      layout=widgets.Layout(width="520px"))
-        self.examples = widgets.Dropdown(options=("(type your own)",) + EXAMPLES, value="(type your own)",
+        self.examples = widgets.Dropdown(options=("(type your own)",) + EXAMPLES,
+                                         value=sentence if sentence in EXAMPLES else "(type your own)",
                                          description="examples", layout=widgets.Layout(width="520px"))
         self.query = widgets.Dropdown(options=[], description="query token")
         self.temperature = widgets.FloatSlider(value=1.0, min=0.1, max=4.0, step=0.1, description="temperature",
@@ -207,10 +208,10 @@ class AttentionExplorer:
         i = self.query.value if self.query.value is not None else 0
         order = np.argsort(-weights[i])[:3]
         top = ", ".join(f"{tokens[j]!r} ({weights[i, j]:.2f})" for j in order)
+        self._draw(tokens, weights, i)  # the figure first, then the caption that describes it
         self.message.value = message_html(
             f"{note}Query {tokens[i]!r} (position {i}), temperature {tau:.1f}: most weight on {top}. "
             "The embeddings are constructed by hand, not learned.", "todo" if note and self.attention_fn else "info")
-        self._draw(tokens, weights, i)
 
     def _draw(self, tokens, weights, i):
         fig, (ax_bar, ax_map) = plt.subplots(1, 2, figsize=(11, 3.8), gridspec_kw={"width_ratios": [1.1, 1]})

@@ -158,16 +158,16 @@ class MaskExplorer:
                                            f"expected (B, L, L) = ({batch}, {max_len}, {max_len}).", "error"))
         self.mask, self.weights = mask, weights
         row = self.row.value if self.row.value is not None else 0
+        self._draw(q, k, mask, weights, row, lengths[row])  # the figure first, then the caption
         self._describe(lengths, row)
-        self._draw(q, k, mask, weights, row, lengths[row])
 
     def _describe(self, lengths, row):
         weights, mask = self.weights[row], self.mask[row].numpy()
         empty = [i for i in range(mask.shape[0]) if not mask[i].any()]
         notes = [f"sequence {row}: length {lengths[row]} of {mask.shape[0]}; "
                  f"{int(mask.sum())} of {mask.size} query-key pairs allowed."]
-        if np.isnan(weights).any():
-            notes.append("Some weights are NaN: a query with every key masked must get zeros, not NaN.")
+        if np.isnan(self.weights).any():
+            notes.append("Some weights in the batch are NaN: a query with every key masked must get zeros, not NaN.")
         if empty:
             notes.append(f"Queries {empty} have every key masked: by the course convention their weights "
                          f"(and outputs) are all zero, shown as an empty grey row.")
@@ -179,7 +179,7 @@ class MaskExplorer:
             notes.append("Every row with an allowed key sums to 1: the softmax renormalised the remaining weights.")
         elif live:
             notes.append(f"Rows should sum to 1 over the allowed keys, but they sum to {np.round(sums[live], 3)}.")
-        kind = "error" if np.isnan(weights).any() or "should" in notes[-1] else "info"
+        kind = "error" if np.isnan(self.weights).any() or "should" in notes[-1] else "info"
         self.message.value = message_html(" ".join(notes), kind)
 
     def _draw(self, q, k, mask, weights, row, length):
@@ -187,8 +187,7 @@ class MaskExplorer:
         unmasked = np.exp(scores - scores.max(-1, keepdims=True))
         unmasked /= unmasked.sum(-1, keepdims=True)
         allowed = mask[row].numpy()
-        cmap = plt.get_cmap("viridis").copy()
-        cmap.set_bad("#d0d0d0")
+        cmap = plt.get_cmap("viridis").with_extremes(bad="#d0d0d0")
         n = allowed.shape[0]
         fig, axes = plt.subplots(1, 2, figsize=(10, 4.2))
         panels = [(unmasked, "without a mask"), (np.ma.masked_where(~allowed, weights[row]),

@@ -1,0 +1,106 @@
+"""Grading speed of `python -m autograder grade`: the three figures of issue 6.
+
+    python benchmarks/autograder_bench.py                 # every lesson, 2 students
+    python benchmarks/autograder_bench.py 03 04 --students 4
+
+Each student submits every lesson, filled in with the solutions (a perfect class). It prints:
+
+1. seconds per student for the whole series, grading with --jobs 1 and with --jobs 2;
+2. the speed-up of --jobs 2 over --jobs 1 (goal: at least 1.6x on 2 cores);
+3. grading (--jobs 1) against plain nbclient execution of the same notebooks, one after the
+   other, in the same fast mode (goal: at most 1.25x).
+
+Wall and CPU seconds (this process and every process it waited for: workers, launchers,
+kernels) are both reported: on a shared machine wall time says little about the code. The
+script reports; it does not assert.
+"""
+import argparse
+import os
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO), str(REPO / "tests")]
+import nbformat  # noqa: E402
+
+from autograder.course import release  # noqa: E402
+from autograder.grading import Limits, grade  # noqa: E402
+from nbtools import LESSONS, SOLUTIONS, execute, fill_solutions, load  # noqa: E402
+
+
+def cpu_seconds():
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + children.ru_utime + children.ru_stime
+
+
+def timed(fn):
+    wall, cpu = time.perf_counter(), cpu_seconds()
+    out = fn()
+    return out, time.perf_counter() - wall, cpu_seconds() - cpu
+
+
+def make_class(root, lessons, students):
+    """A released course with `students` perfect submissions of every lesson; returns the notebooks."""
+    release(root, lessons, notebooks=None, log=lambda *_: None)
+    perfect = {}
+    for lesson in lessons:
+        perfect[lesson] = fill_solutions(load(root / "release" / lesson / f"{lesson}.ipynb"),
+                                         load(SOLUTIONS / f"{lesson}.ipynb"))
+        for i in range(students):
+            folder = root / "submitted" / f"student{i + 1}" / lesson
+            folder.mkdir(parents=True)
+            nbformat.write(perfect[lesson], str(folder / f"{lesson}.ipynb"))
+    return perfect
+
+
+def run_plain(perfect, students):
+    """nbclient, one notebook after the other, fast mode as in grading (NBGRADER_EXECUTION)."""
+    for _ in range(students):
+        for nb in perfect.values():
+            execute(nbformat.from_dict(nb), fast=True, timeout=600, extra_env={"NBGRADER_EXECUTION": "autograde"})
+
+
+def run_grade(base, tmp, jobs):
+    course = Path(tmp) / f"course-jobs{jobs}"
+    shutil.copytree(base, course)
+    results = grade(course, jobs=jobs, limits=Limits(), log=lambda *_: None)
+    bad = [f"{r.student}/{r.lesson}: {r.status} {r.score:g}/{r.max_score:g}" for r in results
+           if r.status != "graded" or r.score != r.max_score or r.flags]
+    if bad:
+        print("  not a clean perfect class:", "; ".join(bad))
+    return results
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    parser.add_argument("lessons", nargs="*", help="lesson number prefixes (default: all)")
+    parser.add_argument("--students", type=int, default=2, help="students in the class (default 2)")
+    args = parser.parse_args()
+    lessons = [lesson for lesson in LESSONS if not args.lessons or lesson[:2] in args.lessons]
+    n = args.students
+    cores = len(os.sched_getaffinity(0))
+    print(f"{n} student(s) x {len(lessons)} lesson(s) ({', '.join(l[:2] for l in lessons)}), {cores} core(s), "
+          f"load average {os.getloadavg()[0]:.1f} at start")
+    with tempfile.TemporaryDirectory() as tmp:
+        base = Path(tmp) / "course"
+        perfect = make_class(base, lessons, n)
+        _, plain_wall, plain_cpu = timed(lambda: run_plain(perfect, n))
+        _, wall1, cpu1 = timed(lambda: run_grade(base, tmp, 1))
+        _, wall2, cpu2 = timed(lambda: run_grade(base, tmp, 2))
+    print(f"{'':24s} {'wall s':>8s} {'CPU s':>8s} {'wall s/student':>15s}")
+    for name, wall, cpu in [("plain nbclient", plain_wall, plain_cpu), ("grade --jobs 1", wall1, cpu1),
+                            ("grade --jobs 2", wall2, cpu2)]:
+        print(f"{name:24s} {wall:8.1f} {cpu:8.1f} {wall / n:15.1f}")
+    print(f"seconds per student, whole series: {wall1 / n:.1f} (--jobs 1), {wall2 / n:.1f} (--jobs 2)")
+    print(f"--jobs 2 vs --jobs 1: {wall1 / wall2:.2f}x faster (goal >= 1.6x on 2 cores)")
+    print(f"grading vs plain execution: {wall1 / plain_wall:.2f}x wall, {cpu1 / plain_cpu:.2f}x CPU (goal <= 1.25x)")
+    print(f"load average {os.getloadavg()[0]:.1f} at the end")
+
+
+if __name__ == "__main__":
+    main()

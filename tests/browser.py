@@ -1,0 +1,333 @@
+"""Drive JupyterLab 4 and Notebook 7 in a real browser (Debian's Chromium through Playwright).
+
+Used by tests/test_browser.py. Everything runs on localhost: a Jupyter server
+started on a free port with a random token on a temporary copy of the
+notebooks, in fast mode, and a headless Chromium with a fresh profile that is
+refused every request to another host.
+"""
+import json
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import urlparse
+
+CHROMIUM = os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+                  "--disable-component-update", "--disable-sync", "--no-first-run"]
+REPO = Path(__file__).resolve().parent.parent
+ARTIFACTS = REPO / "test-artifacts" / "browser"
+
+# JupyterLab settings for a quiet, deterministic test: no news or update pop-ups,
+# every cell kept in the page (no windowing), no autosave racing our own save.
+LAB_SETTINGS = {
+    "@jupyterlab/apputils-extension/notification.jupyterlab-settings": {"fetchNews": "false",
+                                                                        "checkForUpdates": False},
+    "@jupyterlab/notebook-extension/tracker.jupyterlab-settings": {"windowingMode": "none"},
+    "@jupyterlab/docmanager-extension/plugin.jupyterlab-settings": {"autosave": False},
+}
+
+
+def missing_prerequisite():
+    """Why the browser tests cannot run here, or None."""
+    if not Path(CHROMIUM).exists():
+        return f"no Chromium at {CHROMIUM} (apt-get install chromium)"
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError:
+        return "the playwright package is not installed (pip install playwright)"
+    return None
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+class JupyterServer:
+    """`jupyter lab` or `jupyter notebook` on localhost, serving `root` in fast mode."""
+
+    def __init__(self, app, root, workdir, log_path):
+        assert app in ("lab", "notebook")
+        self.app, self.root = app, Path(root)
+        self.port, self.token = free_port(), secrets.token_hex(16)
+        settings = Path(workdir) / "settings"
+        for name, values in LAB_SETTINGS.items():
+            plugin, file = name.rsplit("/", 1)
+            (settings / plugin).mkdir(parents=True, exist_ok=True)
+            (settings / plugin / file).write_text(json.dumps(values))
+        app_class = "LabApp" if app == "lab" else "JupyterNotebookApp"
+        self.argv = [sys.executable, "-m", "jupyter", app, "--no-browser", "--allow-root",
+                     f"--{'LabApp' if app == 'lab' else 'JupyterNotebookApp'}.expose_app_in_browser=True",
+                     f"--ServerApp.port={self.port}", "--ServerApp.ip=127.0.0.1",
+                     f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={self.root}",
+                     "--ServerApp.port_retries=0",
+                     f"--{app_class}.user_settings_dir={settings}",
+                     f"--{app_class}.workspaces_dir={Path(workdir) / 'workspaces'}"]
+        env = dict(os.environ, COURSE_FAST="1", MPLBACKEND="module://matplotlib_inline.backend_inline")
+        env.pop("JUPYTER_PATH", None)
+        self.log = open(log_path, "w")
+        self.process = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT, env=env,
+                                        cwd=str(self.root))
+
+    def url(self, path):
+        return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}?token={self.token}"
+
+    def api(self, path, method="GET", body=None):
+        request = urllib.request.Request(
+            f"http://127.0.0.1:{self.port}/api/{path}", method=method,
+            data=None if body is None else json.dumps(body).encode(),
+            headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"})
+        with urllib.request.urlopen(request, timeout=30) as response:
+            text = response.read()
+        return json.loads(text) if text else None
+
+    def wait_ready(self, timeout=180):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"jupyter {self.app} exited with {self.process.returncode}: "
+                                   f"see {self.log.name}")
+            try:
+                self.api("status")
+                return self
+            except OSError:
+                time.sleep(0.5)
+        raise TimeoutError(f"jupyter {self.app} did not answer within {timeout} s: see {self.log.name}")
+
+    def stop(self):
+        for kernel in self._safe(lambda: self.api("kernels")) or []:
+            self._safe(lambda: self.api(f"kernels/{kernel['id']}", method="DELETE"))
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait(timeout=20)
+        self.log.close()
+
+    @staticmethod
+    def _safe(call):
+        try:
+            return call()
+        except Exception:
+            return None
+
+
+@contextmanager
+def jupyter_server(app, root, workdir, log_path):
+    server = JupyterServer(app, root, workdir, log_path)
+    try:
+        yield server.wait_ready()
+    finally:
+        server.stop()
+
+
+@contextmanager
+def browser(profile_dir):
+    """A headless Chromium context with a fresh profile; requests to other hosts are aborted."""
+    from playwright.sync_api import sync_playwright
+    with sync_playwright() as p:
+        context = p.chromium.launch_persistent_context(
+            str(profile_dir), executable_path=CHROMIUM, headless=True, args=CHROMIUM_FLAGS,
+            viewport={"width": 1400, "height": 1000})
+        context.route("**/*", lambda route: route.continue_()
+                      if urlparse(route.request.url).hostname in ("127.0.0.1", "localhost")
+                      else route.abort())
+        try:
+            yield context
+        finally:
+            context.close()
+
+
+class ConsoleLog:
+    """Console messages and uncaught page errors; failed loads of other hosts' resources are expected."""
+
+    def __init__(self, page):
+        self.messages, self.errors = [], []
+        page.on("console", self._console)
+        page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
+
+    def _console(self, message):
+        url = (message.location or {}).get("url", "")
+        self.messages.append(f"[{message.type}] {message.text}  ({url})")
+        if message.type != "error":
+            return
+        if message.text.startswith("Failed to load resource") and \
+                urlparse(url).hostname not in ("127.0.0.1", "localhost", None):
+            return  # the Colab badge image: this test machine is offline on purpose
+        self.errors.append(f"{message.text}  ({url})")
+
+    def write(self, path):
+        Path(path).write_text("\n".join(self.messages) + "\n")
+
+
+# --- the notebook page -------------------------------------------------------------------------------------
+
+# JavaScript: the state of every code cell, read from the page as the student sees it.
+CELL_STATE_JS = """() => {
+  const cells = [...document.querySelectorAll('.jp-Notebook .jp-Cell.jp-CodeCell')];
+  return cells.map(c => {
+    const prompt = c.querySelector('.jp-InputArea-prompt');
+    const errors = [...c.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
+      .map(e => e.innerText).filter(t => /Traceback/.test(t));
+    return {prompt: prompt ? prompt.innerText.trim() : '', errors};
+  });
+}"""
+
+
+KERNEL_IDLE_JS = """() => {
+  const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
+  const kernel = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
+  return !!kernel && kernel.status === 'idle' && kernel.connectionStatus === 'connected';
+}"""
+
+
+def run_all_cells(page, timeout_s=600):
+    """Run > Run All Cells from the menu bar, then wait until every code cell has run.
+
+    Returns, per code cell, its prompt and the tracebacks it shows.
+    """
+    page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
+    page.wait_for_function(KERNEL_IDLE_JS, timeout=180_000, polling=500)
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+    # every prompt shows a number: [*] while running, [ ] before
+    page.wait_for_function(
+        "() => { const p = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')];"
+        " return p.length > 0 && p.every(e => /\\[\\d+\\]/.test(e.innerText)); }",
+        timeout=timeout_s * 1000, polling=1000)
+    return page.evaluate(CELL_STATE_JS)
+
+
+# JavaScript: the explorers on the page. An explorer is an output that holds a widget with a slider or a
+# dropdown. Its "display" is everything it shows except its own controls.
+EXPLORERS_JS = """() => {
+  const outs = [...document.querySelectorAll('.jp-Notebook .jp-OutputArea-output')]
+    .filter(o => o.querySelector('.widget-slider, .widget-dropdown'));
+  outs.forEach((o, i) => o.setAttribute('data-course-explorer', String(i)));
+  return outs.length;
+}"""
+
+DISPLAY_JS = """(root) => {
+  const parts = [];
+  root.querySelectorAll('.widget-html-content, .widget-output .jp-OutputArea-output, .widget-output img')
+    .forEach(e => parts.push(e.tagName === 'IMG' ? e.getAttribute('src') : e.innerHTML));
+  return parts.join('\\n');
+}"""
+
+
+def explorer_controls(explorer):
+    """Sliders and dropdowns of one explorer, in page order, as (kind, locator)."""
+    found = []
+    count = explorer.locator(".widget-slider, .widget-dropdown").count()
+    for i in range(count):
+        control = explorer.locator(".widget-slider, .widget-dropdown").nth(i)
+        classes = control.get_attribute("class") or ""
+        found.append(("dropdown" if "widget-dropdown" in classes else "slider", control))
+    return found
+
+
+def change_control(kind, control):
+    """Change a control as a student would; return a description, or None when it cannot change."""
+    label = control.locator(".widget-label").first.inner_text().strip() if \
+        control.locator(".widget-label").count() else "?"
+    if kind == "dropdown":
+        select = control.locator("select")
+        if select.is_disabled():
+            return None
+        options = select.locator("option")
+        n = options.count()
+        if n < 2:
+            return None
+        current = select.evaluate("s => s.selectedIndex")
+        target = (current + 1) % n
+        select.select_option(index=target)
+        return f"dropdown '{label}' -> {options.nth(target).inner_text()!r}"
+    handle = control.locator(".noUi-handle, .ui-slider-handle").first
+    if handle.count() == 0:
+        return None
+    readout = control.locator(".widget-readout").first
+    before = readout.inner_text() if readout.count() else ""
+    handle.focus()
+    handle.press("ArrowRight")
+    if readout.count() and readout.inner_text() == before:  # already at its maximum
+        handle.press("ArrowLeft")
+        handle.press("ArrowLeft")
+    return f"slider '{label}' {before} -> {readout.inner_text() if readout.count() else '?'}"
+
+
+def wait_until_stable(page, explorer, quiet_s=2.0, timeout_s=30):
+    """Wait until what an explorer displays stops changing (a figure may follow its caption)."""
+    last, since, deadline = None, time.time(), time.time() + timeout_s
+    while time.time() < deadline:
+        now = explorer.evaluate(DISPLAY_JS)
+        if now != last:
+            last, since = now, time.time()
+        elif time.time() - since >= quiet_s:
+            return
+        page.wait_for_timeout(250)
+
+
+def exercise_explorers(page, shot_prefix, timeout_s=30):
+    """Change one control per explorer (trying each in turn) and check its display changes.
+
+    Returns (list of what changed each explorer, list of problems). Saves before/after screenshots.
+    """
+    count = page.evaluate(EXPLORERS_JS)
+    done, problems = [], []
+    for i in range(count):
+        explorer = page.locator(f'[data-course-explorer="{i}"]')
+        explorer.scroll_into_view_if_needed()
+        page.wait_for_timeout(500)
+        explorer.screenshot(path=f"{shot_prefix}_explorer{i}_before.png")
+        changed = None
+        tried = []
+        for kind, control in explorer_controls(explorer):
+            before = explorer.evaluate(DISPLAY_JS)
+            what = change_control(kind, control)
+            if what is None:
+                continue
+            tried.append(what)
+            try:
+                page.wait_for_function(f"([root, before]) => ({DISPLAY_JS})(root) !== before",
+                                       arg=[explorer.element_handle(), before], timeout=timeout_s * 1000,
+                                       polling=250)
+                changed = what
+                break
+            except Exception:  # playwright's TimeoutError: this control did not change the display
+                continue
+        wait_until_stable(page, explorer)
+        explorer.screenshot(path=f"{shot_prefix}_explorer{i}_after.png")
+        if changed:
+            done.append(changed)
+        else:
+            problems.append(f"explorer {i}: changing {tried or 'no control'} left its display unchanged")
+    return count, done, problems
+
+
+def save_with_keyboard(page, server, path_in_root, timeout_s=60):
+    """Ctrl+S in the notebook; wait until the server's copy has the outputs the page shows."""
+    before = server.api(f"contents/{path_in_root}?content=0")["last_modified"]
+    page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
+    page.keyboard.press("Escape")
+    page.keyboard.press("Control+s")
+    deadline = time.time() + timeout_s
+    while time.time() < deadline:
+        if server.api(f"contents/{path_in_root}?content=0")["last_modified"] != before:
+            return
+        time.sleep(0.5)
+    raise TimeoutError(f"{path_in_root} was not saved within {timeout_s} s of Ctrl+S")
+
+
+def copy_tree(files, root):
+    root.mkdir(parents=True, exist_ok=True)
+    for f in files:
+        shutil.copyfile(f, root / Path(f).name)

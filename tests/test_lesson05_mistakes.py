@@ -1,0 +1,212 @@
+"""Lesson 5's hidden tests catch the common mistakes (and pass the reference solution).
+
+Each case takes a test cell's source from solutions/05_multi_head_attention.ipynb,
+runs it after the set-up cell, the ready-made `attend` cell and the solution
+cells, with one answer replaced by a mistaken version, and expects it to fail.
+"""
+import contextlib
+import io
+import re
+import textwrap
+
+import pytest
+
+from nbtools import SOLUTIONS, grade_id, is_solution, is_test, load
+
+NOTEBOOK = SOLUTIONS / "05_multi_head_attention.ipynb"
+
+
+def _cells():
+    nb = load(NOTEBOOK)
+    code = [c.source for c in nb.cells if c.cell_type == "code"]
+    setup = "\n".join(line for line in code[0].splitlines() if not line.lstrip().startswith("%"))
+    given = next(source for source in code if source.startswith("def attend("))
+    answers = {grade_id(c): c.source for c in nb.cells if is_solution(c)}
+    test_cells = {grade_id(c): c.source for c in nb.cells if is_test(c)}
+    return setup + "\n" + given, answers, test_cells
+
+
+SETUP, ANSWERS, TESTS = _cells()
+
+
+def run_test_cell(test_id, replacement=None):
+    """Run the set-up, every answer (one swapped for `replacement`), then the test cell `test_id`."""
+    namespace = {"__name__": "__lesson__"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(SETUP, namespace)
+        for source in ANSWERS.values():
+            exec(source, namespace)
+        if replacement:
+            exec(textwrap.dedent(replacement), namespace)
+        exec(TESTS[test_id], namespace)
+
+
+def test_every_test_cell_passes_the_solution():
+    for test_id in TESTS:
+        run_test_cell(test_id)
+
+
+def test_hidden_tests_are_present():
+    assert set(TESTS) == {"test_split_heads", "test_merge_heads", "test_multi_head_attention", "test_load_from_torch"}
+    for test_id, source in TESTS.items():
+        assert re.search(r"### BEGIN HIDDEN TESTS\n.+### END HIDDEN TESTS", source, re.S), test_id
+
+
+# A correct MultiHeadAttention whose forward pass is spelled out, so that each mistake
+# below changes one line of it.
+_MHA = """
+    class MultiHeadAttention(nn.Module):
+        def __init__(self, d_model, num_heads, bias=True):
+            super().__init__()
+            if d_model % num_heads:
+                raise ValueError("num_heads must divide d_model")
+            self.d_model, self.num_heads, self.head_dim = d_model, num_heads, d_model // num_heads
+            self.w_q = nn.Linear(d_model, d_model, bias=bias)
+            self.w_k = nn.Linear(d_model, d_model, bias=bias)
+            self.w_v = nn.Linear(d_model, d_model, bias=bias)
+            self.w_o = nn.Linear(d_model, d_model, bias=bias)
+
+        def forward(self, query, key, value, mask=None):
+            B, Lq, D = query.shape
+            Lk = key.shape[1]
+            q = self.w_q(query).reshape(B, Lq, self.num_heads, self.head_dim).transpose(1, 2)
+            k = self.w_k(key).reshape(B, Lk, self.num_heads, self.head_dim).transpose(1, 2)
+            v = self.w_v(value).reshape(B, Lk, self.num_heads, self.head_dim).transpose(1, 2)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(self.head_dim)
+            if mask is not None:
+                if mask.dim() == 3:
+                    mask = mask.unsqueeze(1)
+                scores = torch.where(mask, scores, torch.tensor(float("-inf")))
+            weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+            out = (weights @ v).transpose(1, 2).reshape(B, Lq, D)
+            return self.w_o(out), weights
+"""
+
+
+def _mha_with(old, new):
+    assert old in _MHA, old
+    return _MHA.replace(old, new)
+
+
+MISTAKES = {
+    # split_heads / merge_heads
+    "split without the transpose": ("test_split_heads", """
+        def split_heads(x, num_heads):
+            B, L, D = x.shape
+            return x.reshape(B, num_heads, L, D // num_heads)
+    """),
+    "split with heads taking every H-th feature": ("test_split_heads", """
+        def split_heads(x, num_heads):
+            B, L, D = x.shape
+            return x.reshape(B, L, D // num_heads, num_heads).permute(0, 3, 1, 2)
+    """),
+    "merge without the transpose": ("test_merge_heads", """
+        def merge_heads(x):
+            B, H, L, d = x.shape
+            return x.reshape(B, L, H * d)
+    """),
+    # MultiHeadAttention
+    "heads reshaped without the transpose": ("test_multi_head_attention", _mha_with(
+        "q = self.w_q(query).reshape(B, Lq, self.num_heads, self.head_dim).transpose(1, 2)",
+        "q = self.w_q(query).reshape(B, self.num_heads, Lq, self.head_dim)").replace(
+        "k = self.w_k(key).reshape(B, Lk, self.num_heads, self.head_dim).transpose(1, 2)",
+        "k = self.w_k(key).reshape(B, self.num_heads, Lk, self.head_dim)").replace(
+        "v = self.w_v(value).reshape(B, Lk, self.num_heads, self.head_dim).transpose(1, 2)",
+        "v = self.w_v(value).reshape(B, self.num_heads, Lk, self.head_dim)")),
+    "heads merged without the transpose": ("test_multi_head_attention", _mha_with(
+        "out = (weights @ v).transpose(1, 2).reshape(B, Lq, D)", "out = (weights @ v).reshape(B, Lq, D)")),
+    "missing output projection": ("test_multi_head_attention", _mha_with(
+        "return self.w_o(out), weights", "return out, weights")),
+    "mask applied to the first head only": ("test_multi_head_attention", _mha_with(
+        'scores = torch.where(mask, scores, torch.tensor(float("-inf")))',
+        'scores = torch.cat([torch.where(mask, scores[:, :1], torch.tensor(float("-inf"))), scores[:, 1:]], 1)')),
+    "mask applied to the last head only": ("test_multi_head_attention", _mha_with(
+        'scores = torch.where(mask, scores, torch.tensor(float("-inf")))',
+        'scores = torch.cat([scores[:, :-1], torch.where(mask, scores[:, -1:], torch.tensor(float("-inf")))], 1)')),
+    "3-D mask broadcast over heads instead of batch": ("test_multi_head_attention", _mha_with(
+        "if mask.dim() == 3:", "if False:")),
+    "mask inverted": ("test_multi_head_attention", _mha_with(
+        'torch.where(mask, scores,', 'torch.where(~mask, scores,')),
+    "mask applied after the softmax": ("test_multi_head_attention", _mha_with(
+        'scores = torch.where(mask, scores, torch.tensor(float("-inf")))', 'pass').replace(
+        "weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)",
+        "weights = torch.softmax(scores, dim=-1)\n"
+        "            weights = weights * mask if mask is not None else weights")),
+    "scaled by sqrt(d_model) instead of sqrt(head_dim)": ("test_multi_head_attention", _mha_with(
+        "math.sqrt(self.head_dim)", "math.sqrt(self.d_model)")),
+    "no scale": ("test_multi_head_attention", _mha_with("/ math.sqrt(self.head_dim)", "")),
+    "softmax over the query axis": ("test_multi_head_attention", _mha_with(
+        "torch.softmax(scores, dim=-1)", "torch.softmax(scores, dim=-2)")),
+    "keys taken from the query": ("test_multi_head_attention", _mha_with(
+        "k = self.w_k(key).reshape(B, Lk,", "k = self.w_k(value).reshape(B, Lk,")),
+    "values taken from the key": ("test_multi_head_attention", _mha_with(
+        "v = self.w_v(value)", "v = self.w_v(key)")),
+    "fully masked query gives NaN": ("test_multi_head_attention", _mha_with(
+        "torch.softmax(scores, dim=-1).nan_to_num(0.0)", "torch.softmax(scores, dim=-1)")),
+    "fully masked query gets uniform weights": ("test_multi_head_attention", _mha_with(
+        'torch.tensor(float("-inf"))', 'torch.tensor(-1e9)')),
+    "bias ignored": ("test_multi_head_attention", _mha_with(
+        "def __init__(self, d_model, num_heads, bias=True):", "def __init__(self, d_model, num_heads, bias=True):\n"
+        "            bias = True")),
+    # load_from_torch
+    "queries and keys swapped": ("test_load_from_torch", """
+        def load_from_torch(module, torch_mha):
+            w_q, w_k, w_v = torch_mha.in_proj_weight.chunk(3)
+            b_q, b_k, b_v = torch_mha.in_proj_bias.chunk(3)
+            with torch.no_grad():
+                for layer, w, b in [(module.w_q, w_k, b_k), (module.w_k, w_q, b_q), (module.w_v, w_v, b_v),
+                                    (module.w_o, torch_mha.out_proj.weight, torch_mha.out_proj.bias)]:
+                    layer.weight.copy_(w); layer.bias.copy_(b)
+            return module
+    """),
+    "weights transposed": ("test_load_from_torch", """
+        def load_from_torch(module, torch_mha):
+            w_q, w_k, w_v = torch_mha.in_proj_weight.chunk(3)
+            b_q, b_k, b_v = torch_mha.in_proj_bias.chunk(3)
+            with torch.no_grad():
+                for layer, w, b in [(module.w_q, w_q, b_q), (module.w_k, w_k, b_k), (module.w_v, w_v, b_v),
+                                    (module.w_o, torch_mha.out_proj.weight, torch_mha.out_proj.bias)]:
+                    layer.weight.copy_(w.T); layer.bias.copy_(b)
+            return module
+    """),
+    "biases not copied": ("test_load_from_torch", """
+        def load_from_torch(module, torch_mha):
+            w_q, w_k, w_v = torch_mha.in_proj_weight.chunk(3)
+            with torch.no_grad():
+                for layer, w in [(module.w_q, w_q), (module.w_k, w_k), (module.w_v, w_v),
+                                 (module.w_o, torch_mha.out_proj.weight)]:
+                    layer.weight.copy_(w)
+            return module
+    """),
+    "output projection not copied": ("test_load_from_torch", """
+        def load_from_torch(module, torch_mha):
+            w_q, w_k, w_v = torch_mha.in_proj_weight.chunk(3)
+            b_q, b_k, b_v = torch_mha.in_proj_bias.chunk(3)
+            with torch.no_grad():
+                for layer, w, b in [(module.w_q, w_q, b_q), (module.w_k, w_k, b_k), (module.w_v, w_v, b_v)]:
+                    layer.weight.copy_(w); layer.bias.copy_(b)
+            return module
+    """),
+    "weights shared, not copied": ("test_load_from_torch", """
+        def load_from_torch(module, torch_mha):
+            w_q, w_k, w_v = torch_mha.in_proj_weight.chunk(3)
+            b_q, b_k, b_v = torch_mha.in_proj_bias.chunk(3)
+            for layer, w, b in [(module.w_q, w_q, b_q), (module.w_k, w_k, b_k), (module.w_v, w_v, b_v),
+                                (module.w_o, torch_mha.out_proj.weight, torch_mha.out_proj.bias)]:
+                layer.weight.data = w.data; layer.bias.data = b.data
+            return module
+    """),
+}
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_hidden_tests_catch(mistake):
+    test_id, replacement = MISTAKES[mistake]
+    with pytest.raises(Exception):
+        run_test_cell(test_id, replacement)
+
+
+def test_the_spelled_out_module_passes():
+    """The base of the MultiHeadAttention mistakes is itself correct (so each failure is the mistake's)."""
+    run_test_cell("test_multi_head_attention", _MHA)
+    run_test_cell("test_load_from_torch", _MHA)

@@ -1,0 +1,222 @@
+"""Lesson 6's hidden tests catch the common mistakes (and pass the reference solution).
+
+Each case takes a test cell's source from solutions/06_positional_encoding.ipynb,
+runs it after the set-up cell and the solution cells, with one answer replaced
+by a mistaken version, and expects it to fail.
+"""
+import contextlib
+import io
+import re
+import textwrap
+
+import pytest
+
+from nbtools import SOLUTIONS, grade_id, is_solution, is_test, load
+
+NOTEBOOK = SOLUTIONS / "06_positional_encoding.ipynb"
+
+
+def _cells():
+    nb = load(NOTEBOOK)
+    setup = next(c.source for c in nb.cells if c.cell_type == "code")
+    setup = "\n".join(line for line in setup.splitlines() if not line.lstrip().startswith("%"))
+    answers = {grade_id(c): c.source for c in nb.cells if is_solution(c)}
+    test_cells = {grade_id(c): c.source for c in nb.cells if is_test(c)}
+    return setup, answers, test_cells
+
+
+SETUP, ANSWERS, TESTS = _cells()
+
+
+def run_test_cell(test_id, replacement=None):
+    """Run the set-up, every answer (one swapped for `replacement`), then the test cell `test_id`."""
+    namespace = {"__name__": "__lesson__"}
+    with contextlib.redirect_stdout(io.StringIO()):
+        exec(SETUP, namespace)
+        for source in ANSWERS.values():
+            exec(source, namespace)
+        if replacement:
+            exec(textwrap.dedent(replacement), namespace)
+        exec(TESTS[test_id], namespace)
+
+
+def test_every_test_cell_passes_the_solution():
+    for test_id in TESTS:
+        run_test_cell(test_id)
+
+
+def test_hidden_tests_are_present():
+    assert set(TESTS) == {"test_sinusoidal", "test_positional_encoding_module", "test_shift_matrix"}
+    for test_id, source in TESTS.items():
+        assert re.search(r"### BEGIN HIDDEN TESTS\n.+### END HIDDEN TESTS", source, re.S), test_id
+
+
+def _pe(angle_line, fill="pe[:, 0::2], pe[:, 1::2] = torch.sin(angles), torch.cos(angles)", positions="torch.arange(max_len)"):
+    """A sinusoidal encoding (even d_model) with one line swapped for a mistake."""
+    return f"""
+        def sinusoidal_positional_encoding(max_len, d_model):
+            t = ({positions}).double()[:, None]
+            i = torch.arange(d_model // 2).double()[None, :]
+            angles = {angle_line}
+            pe = torch.zeros(max_len, d_model, dtype=torch.float64)
+            {fill}
+            return pe.float()
+    """
+
+
+CORRECT_PE = _pe("t / 10000 ** (2 * i / d_model)")
+
+ALTERNATIVES = {
+    # other correct ways to write it must pass
+    "loops": ("test_sinusoidal", """
+        def sinusoidal_positional_encoding(max_len, d_model):
+            if d_model % 2:
+                raise ValueError("d_model must be even")
+            pe = torch.zeros(max_len, d_model)
+            for t in range(max_len):
+                for i in range(d_model // 2):
+                    pe[t, 2 * i] = math.sin(t / 10000 ** (2 * i / d_model))
+                    pe[t, 2 * i + 1] = math.cos(t / 10000 ** (2 * i / d_model))
+            return pe
+    """),
+    "exp-log form in float32": ("test_sinusoidal", """
+        def sinusoidal_positional_encoding(max_len, d_model):
+            position = torch.arange(max_len).unsqueeze(1)
+            div_term = torch.exp(torch.arange(0, d_model, 2) * (-math.log(10000.0) / d_model))
+            pe = torch.zeros(max_len, d_model)
+            pe[:, 0::2] = torch.sin(position * div_term)
+            pe[:, 1::2] = torch.cos(position * div_term[: d_model // 2])
+            return pe
+    """),
+    "even-only version that raises on odd d_model": ("test_sinusoidal", CORRECT_PE.replace(
+        "t = (", "if d_model % 2:\n                raise ValueError('d_model must be even')\n            t = (")),
+    "module indexing pe with an explicit batch axis": (
+        "test_positional_encoding_module", """
+        class PositionalEncoding(nn.Module):
+            def __init__(self, d_model, max_len=512):
+                super().__init__()
+                self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model), persistent=True)
+            def forward(self, x):
+                if x.size(1) > self.pe.size(0):
+                    raise ValueError("too long")
+                return x + self.pe[None, : x.size(1), :]
+    """),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ALTERNATIVES))
+def test_other_correct_versions_pass(name):
+    test_id, replacement = ALTERNATIVES[name]
+    run_test_cell(test_id, replacement)
+
+
+MISTAKES = {
+    "sin and cos swapped": ("test_sinusoidal", _pe(
+        "t / 10000 ** (2 * i / d_model)", fill="pe[:, 0::2], pe[:, 1::2] = torch.cos(angles), torch.sin(angles)")),
+    "base 1000 instead of 10000": ("test_sinusoidal", _pe("t / 1000 ** (2 * i / d_model)")),
+    "base e (torch.exp) instead of 10000": ("test_sinusoidal", _pe("t / torch.exp(2 * i / d_model)")),
+    "exponent i/d instead of 2i/d": ("test_sinusoidal", _pe("t / 10000 ** (i / d_model)")),
+    "exponent 2i/d with i the column index": ("test_sinusoidal", _pe(
+        "t / 10000 ** (2 * i / d_model)",
+        fill="j = torch.arange(d_model).double()[None, :]\n"
+             "            a = t / 10000 ** (2 * j / d_model)\n"
+             "            pe = torch.where(j % 2 == 0, torch.sin(a), torch.cos(a))")),
+    "multiplied instead of divided": ("test_sinusoidal", _pe("t * 10000 ** (2 * i / d_model)")),
+    "positions start at 1": ("test_sinusoidal", _pe("t / 10000 ** (2 * i / d_model)",
+                                                      positions="torch.arange(1, max_len + 1)")),
+    "sines in the first half, cosines in the second": ("test_sinusoidal", _pe(
+        "t / 10000 ** (2 * i / d_model)",
+        fill="pe = torch.cat([torch.sin(angles), torch.cos(angles)], dim=1)")),
+    # PositionalEncoding
+    "module off by one position": ("test_positional_encoding_module", """
+        class PositionalEncoding(nn.Module):
+            def __init__(self, d_model, max_len=512):
+                super().__init__()
+                self.register_buffer("pe", sinusoidal_positional_encoding(max_len + 1, d_model))
+            def forward(self, x):
+                if x.shape[1] > self.pe.shape[0] - 1:
+                    raise ValueError("too long")
+                return x + self.pe[1 : x.shape[1] + 1]
+    """),
+    "module with a trainable table": ("test_positional_encoding_module", """
+        class PositionalEncoding(nn.Module):
+            def __init__(self, d_model, max_len=512):
+                super().__init__()
+                self.pe = nn.Parameter(sinusoidal_positional_encoding(max_len, d_model))
+            def forward(self, x):
+                if x.shape[1] > self.pe.shape[0]:
+                    raise ValueError("too long")
+                return x + self.pe[: x.shape[1]]
+    """),
+    "module returns the encoding only": ("test_positional_encoding_module", """
+        class PositionalEncoding(nn.Module):
+            def __init__(self, d_model, max_len=512):
+                super().__init__()
+                self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model))
+            def forward(self, x):
+                return self.pe[: x.shape[1]].expand_as(x)
+    """),
+    "module adds in place": ("test_positional_encoding_module", """
+        class PositionalEncoding(nn.Module):
+            def __init__(self, d_model, max_len=512):
+                super().__init__()
+                self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model))
+            def forward(self, x):
+                if x.shape[1] > self.pe.shape[0]:
+                    raise ValueError("too long")
+                x += self.pe[: x.shape[1]]
+                return x
+    """),
+    "module without the length check": ("test_positional_encoding_module", """
+        class PositionalEncoding(nn.Module):
+            def __init__(self, d_model, max_len=512):
+                super().__init__()
+                self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model))
+            def forward(self, x):
+                return x + self.pe[: x.shape[1]]
+    """),
+    "module with a non-persistent buffer": ("test_positional_encoding_module", """
+        class PositionalEncoding(nn.Module):
+            def __init__(self, d_model, max_len=512):
+                super().__init__()
+                self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model), persistent=False)
+            def forward(self, x):
+                if x.shape[1] > self.pe.shape[0]:
+                    raise ValueError("too long")
+                return x + self.pe[: x.shape[1]]
+    """),
+}
+
+
+def _shift(block, freq="1 / 10000 ** (2 * i / d_model)", guard=True):
+    return f"""
+        def shift_matrix(k, d_model):
+            if {guard} and d_model % 2:
+                raise ValueError("d_model must be even")
+            m = torch.zeros(d_model, d_model)
+            for i in range(d_model // 2):
+                w = {freq}
+                c, s = math.cos(w * k), math.sin(w * k)
+                {block}
+            return m
+    """
+
+
+_CORRECT_BLOCK = "m[2*i, 2*i], m[2*i, 2*i+1], m[2*i+1, 2*i], m[2*i+1, 2*i+1] = c, s, -s, c"
+ALTERNATIVES["shift written out"] = ("test_shift_matrix", _shift(_CORRECT_BLOCK))
+MISTAKES.update({
+    "shift blocks transposed (M_-k)": ("test_shift_matrix", _shift(
+        "m[2*i, 2*i], m[2*i, 2*i+1], m[2*i+1, 2*i], m[2*i+1, 2*i+1] = c, -s, s, c")),
+    "shift without the sine terms": ("test_shift_matrix", _shift(
+        "m[2*i, 2*i], m[2*i+1, 2*i+1] = c, c")),
+    "shift with exponent i/d": ("test_shift_matrix", _shift(_CORRECT_BLOCK, freq="1 / 10000 ** (i / d_model)")),
+    "shift with the wrong base": ("test_shift_matrix", _shift(_CORRECT_BLOCK, freq="1 / 1000 ** (2 * i / d_model)")),
+    "shift that accepts an odd d_model": ("test_shift_matrix", _shift(_CORRECT_BLOCK, guard=False)),
+})
+
+
+@pytest.mark.parametrize("mistake", sorted(MISTAKES))
+def test_hidden_tests_catch(mistake):
+    test_id, replacement = MISTAKES[mistake]
+    with pytest.raises(Exception):
+        run_test_cell(test_id, replacement)
