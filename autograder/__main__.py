@@ -96,8 +96,10 @@ def main(argv=None):
         limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                         memory_mb=args.memory_mb, nproc=args.nproc)
         results = grade(course, args.lessons or None, args.student, jobs=args.jobs, limits=limits)
-        failed = [r for r in results if r.status != "graded"]
-        print(f"graded {len(results) - len(failed)}, could not grade {len(failed)} (scored 0, flagged)")
+        failed = sum(r.status != "graded" for r in results)
+        flagged = sum(bool(r.flags) for r in results)
+        print(f"{len(results)} submission(s): {len(results) - failed} graded, {failed} could not be graded "
+              f"(scored 0), {flagged} flagged for review (see {course / 'reports'})")
     elif args.command == "feedback":
         from .feedback import generate_feedback
         generate_feedback(course, args.lessons or None, args.student)

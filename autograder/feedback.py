@@ -107,6 +107,8 @@ def _questions(gb):
         for notebook in assignment.notebooks:
             for cell in notebook.grade_cells:
                 scores = [g.score for g in gb.db.query(Grade).filter(Grade.cell_id == cell.id)]
+                if not scores:  # a lesson nobody has submitted yet
+                    continue
                 stats.append(dict(assignment=assignment.name, notebook=notebook.name, cell=cell.name,
                                   max=cell.max_score, n=len(scores), full=sum(s >= cell.max_score for s in scores),
                                   failed=sum(s == 0 for s in scores),

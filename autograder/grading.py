@@ -2,15 +2,20 @@
 
 Each (lesson, student) is graded by a worker process (`python -m autograder.grading JOB`)
 that runs nbgrader's Autograde converter (through NbGraderAPI) on the course directory,
-with two changes made through nbgrader's configuration:
+with three changes made through nbgrader's configuration:
 
 - the Execute preprocessor is SandboxedExecute: the kernel starts through the launcher
   in sandbox.py, a notebook has a wall-clock budget, a cell's output is capped, and a
   dead kernel (os._exit, a crash, a memory limit) fails the remaining cells instead of
   the whole notebook;
+- DeduplicateIds turns a copied-and-pasted graded cell into an ordinary cell (nbgrader's
+  own leaves metadata that its schema check rejects, failing the whole submission);
 - the gradebook is a private copy (a shard): SQLite takes one writer at a time, so
   workers never share it. When a worker ends, the parent copies what nbgrader wrote
   about that submission into the course gradebook: one writer, no lost grade.
+
+With --jobs N, each kernel gets cores/N torch threads (OMP_NUM_THREADS, unless set), so
+N kernels do not fight over the cores.
 
 A worker that fails or runs past the hard limit is killed with its process group; the
 submission is still entered in the gradebook (with zero for what was not graded) and
@@ -33,6 +38,7 @@ from .course import REPO, SOLUTIONS, load_config
 from .flags import flag_submission
 from . import sandbox
 
+RUNTIME_FLAGS = ("the kernel died", "the notebook ran past")  # events that cost points the tests cannot judge
 HARD_LIMIT_GRACE_S = 60  # beyond the notebook budget: kernel start, sanitizing, saving grades
 
 
@@ -120,10 +126,12 @@ def _execute_class():
             if cell.cell_type != "code":
                 return cell, resources
             remaining = self._deadline - time.monotonic()
-            if self._dead or remaining <= 0:
-                why = self._dead or f"the notebook ran past its {self.notebook_timeout} s budget"
-                cell.outputs = [error("CellNotRun", f"not run: {why}")]
-                _event(f"cell {index} not run: {why}")
+            if not self._dead and remaining <= 0:
+                self._dead = f"the notebook ran past its {self.notebook_timeout} s budget before cell {index}"
+                _event(self._dead)
+            if self._dead:
+                cell.outputs = [error("CellNotRun", f"not run: {self._dead}")]
+                _event(f"cell {index} not run: {self._dead}")
                 return cell, resources
             self.timeout = max(1, int(min(self._cell_timeout, remaining)))
             try:
@@ -340,7 +348,7 @@ class _Running:
         else:
             r.score, r.max_score = record_failure(course_root, r.lesson, r.student)
             r.flags.append(f"grading: {r.error.strip().splitlines()[-1] if r.error.strip() else r.status}")
-        r.flags += [f"runtime: {e}" for e in r.events if "died" in e]
+        r.flags += [f"runtime: {e} (later cells not run)" for e in r.events if e.startswith(RUNTIME_FLAGS)]
         if r.status == "graded":
             shutil.rmtree(self.work, ignore_errors=True)
         return r

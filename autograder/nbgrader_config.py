@@ -1,7 +1,9 @@
 # nbgrader configuration for the course. `python -m autograder` loads this file
-# and sets CourseDirectory.root itself; nbgrader's own command line can load it
-# too: `nbgrader autograde 01_seq2seq_bottleneck --config autograder/nbgrader_config.py
-# --CourseDirectory.root=course`.
+# and sets CourseDirectory.root itself. nbgrader's own command line loads it
+# with JupyterApp.config_file (nbgrader 0.9 ignores `--config`), from the
+# repository root, for example:
+#   nbgrader autograde 01_seq2seq_bottleneck --JupyterApp.config_file=autograder/nbgrader_config.py --CourseDirectory.root=course
+# (plain nbgrader runs the kernel without the sandbox of `python -m autograder grade`).
 c = get_config()  # noqa: F821  (provided by traitlets when the file is loaded)
 
 c.CourseDirectory.course_id = "attention-course"

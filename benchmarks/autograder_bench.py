@@ -61,7 +61,7 @@ def run_plain(perfect, students):
     """nbclient, one notebook after the other, fast mode as in grading (NBGRADER_EXECUTION)."""
     for _ in range(students):
         for nb in perfect.values():
-            execute(nbformat.from_dict(nb), fast=True, timeout=600, extra_env={"NBGRADER_EXECUTION": "autograde"})
+            execute(nbformat.reads(nbformat.writes(nb), as_version=4), fast=True, timeout=600, extra_env={"NBGRADER_EXECUTION": "autograde"})
 
 
 def run_grade(base, tmp, jobs):

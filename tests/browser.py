@@ -147,13 +147,30 @@ def browser(profile_dir):
             context.close()
 
 
+# Errors that are neither ours nor the widgets', each with where it was seen. Matched as (app, text, script).
+KNOWN_ERRORS = [
+    # Notebook 7.6's own settings loader throws this on every page, its file browser included, before any
+    # notebook, kernel or widget exists (seen with and without nbgrader's extension)
+    ("notebook", "Cannot read properties of undefined (reading 'schema')", "/static/notebook/notebook_core."),
+]
+
+
 class ConsoleLog:
     """Console messages and uncaught page errors; failed loads of other hosts' resources are expected."""
 
-    def __init__(self, page):
+    def __init__(self, page, app="lab"):
+        self.app = app
         self.messages, self.errors = [], []
         page.on("console", self._console)
-        page.on("pageerror", lambda error: self.errors.append(f"uncaught: {error}"))
+        page.on("pageerror", self._uncaught)
+
+    def _uncaught(self, error):
+        stack = (error.stack or "").splitlines()
+        self.messages.append(f"[uncaught] {error.stack or error}")
+        where = next((line.strip() for line in stack[1:] if "at " in line), "")
+        if any(app == self.app and text in error.message and script in where for app, text, script in KNOWN_ERRORS):
+            return
+        self.errors.append(f"uncaught: {error.message}  ({where})")
 
     def _console(self, message):
         url = (message.location or {}).get("url", "")
@@ -171,17 +188,16 @@ class ConsoleLog:
 
 # --- the notebook page -------------------------------------------------------------------------------------
 
-# JavaScript: the state of every code cell, read from the page as the student sees it.
+# JavaScript: the state of every code cell of the notebook in front (its model, so that cells the page
+# has not rendered yet count too): execution count and the errors it shows.
 CELL_STATE_JS = """() => {
-  const cells = [...document.querySelectorAll('.jp-Notebook .jp-Cell.jp-CodeCell')];
-  return cells.map(c => {
-    const prompt = c.querySelector('.jp-InputArea-prompt');
-    const errors = [...c.querySelectorAll('.jp-OutputArea-output[data-mime-type="application/vnd.jupyter.stderr"]')]
-      .map(e => e.innerText).filter(t => /Traceback/.test(t));
-    return {prompt: prompt ? prompt.innerText.trim() : '', errors};
-  });
+  const w = window.jupyterapp.shell.currentWidget;
+  const kernel = w.sessionContext.session && w.sessionContext.session.kernel;
+  const cells = w.content.widgets.filter(c => c.model.type === 'code').map(c => ({
+    count: c.model.executionCount,
+    errors: c.model.outputs.toJSON().filter(o => o.output_type === 'error').map(o => o.ename + ': ' + o.evalue)}));
+  return {idle: !!kernel && kernel.status === 'idle', cells};
 }"""
-
 
 KERNEL_IDLE_JS = """() => {
   const w = window.jupyterapp && window.jupyterapp.shell.currentWidget;
@@ -193,18 +209,25 @@ KERNEL_IDLE_JS = """() => {
 def run_all_cells(page, timeout_s=600):
     """Run > Run All Cells from the menu bar, then wait until every code cell has run.
 
-    Returns, per code cell, its prompt and the tracebacks it shows.
+    Returns, per code cell, {"count": execution count, "errors": ["ename: evalue", ...]}.
     """
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
     page.wait_for_function(KERNEL_IDLE_JS, timeout=180_000, polling=500)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-    # every prompt shows a number: [*] while running, [ ] before
-    page.wait_for_function(
-        "() => { const p = [...document.querySelectorAll('.jp-Notebook .jp-CodeCell .jp-InputArea-prompt')];"
-        " return p.length > 0 && p.every(e => /\\[\\d+\\]/.test(e.innerText)); }",
-        timeout=timeout_s * 1000, polling=1000)
-    return page.evaluate(CELL_STATE_JS)
+    # done: every code cell has an execution count and the kernel has stayed idle for 3 s
+    deadline, idle_since = time.time() + timeout_s, None
+    while time.time() < deadline:
+        state = page.evaluate(CELL_STATE_JS)
+        finished = state["idle"] and all(c["count"] is not None for c in state["cells"])
+        if not finished:
+            idle_since = None
+        elif idle_since is None:
+            idle_since = time.time()
+        elif time.time() - idle_since >= 3:
+            return state["cells"]
+        page.wait_for_timeout(500)
+    raise TimeoutError(f"Run All Cells did not finish within {timeout_s} s: {state}")
 
 
 # JavaScript: the explorers on the page. An explorer is an output that holds a widget with a slider or a
@@ -256,12 +279,21 @@ def change_control(kind, control):
         return None
     readout = control.locator(".widget-readout").first
     before = readout.inner_text() if readout.count() else ""
+    value = lambda: readout.inner_text() if readout.count() else ""
     handle.focus()
-    handle.press("ArrowRight")
-    if readout.count() and readout.inner_text() == before:  # already at its maximum
+    handle.press("ArrowRight")  # the keyboard first, as a student using it would
+    if value() == before:  # already at its maximum, or the keys did not reach the handle
         handle.press("ArrowLeft")
         handle.press("ArrowLeft")
-    return f"slider '{label}' {before} -> {readout.inner_text() if readout.count() else '?'}"
+    track = control.locator(".noUi-base, .ui-slider").first
+    for fraction in (0.8, 0.2):  # then a click on the track, as with a mouse
+        if value() != before or track.count() == 0:
+            break
+        box = track.bounding_box()
+        page = control.page
+        page.mouse.click(box["x"] + fraction * box["width"], box["y"] + box["height"] / 2)
+        page.wait_for_timeout(300)
+    return f"slider '{label}' {before} -> {value()}"
 
 
 def wait_until_stable(page, explorer, quiet_s=2.0, timeout_s=30):
@@ -313,18 +345,25 @@ def exercise_explorers(page, shot_prefix, timeout_s=30):
     return count, done, problems
 
 
-def save_with_keyboard(page, server, path_in_root, timeout_s=60):
-    """Ctrl+S in the notebook; wait until the server's copy has the outputs the page shows."""
+DIRTY_JS = "() => window.jupyterapp.shell.currentWidget.context.model.dirty"
+
+
+def save_with_keyboard(page, server, path_in_root, timeout_s=180):
+    """Ctrl+S in the notebook; wait until JupyterLab reports it saved and the server's copy changed."""
     before = server.api(f"contents/{path_in_root}?content=0")["last_modified"]
     page.locator(".jp-Notebook").first.click(position={"x": 5, "y": 5})
     page.keyboard.press("Escape")
     page.keyboard.press("Control+s")
-    deadline = time.time() + timeout_s
+    deadline, seen = time.time() + timeout_s, []
     while time.time() < deadline:
-        if server.api(f"contents/{path_in_root}?content=0")["last_modified"] != before:
+        modified = server.api(f"contents/{path_in_root}?content=0")["last_modified"]
+        dirty = page.evaluate(DIRTY_JS)
+        seen.append((round(time.time() - deadline + timeout_s), modified, dirty))
+        if modified != before and not dirty:
             return
-        time.sleep(0.5)
-    raise TimeoutError(f"{path_in_root} was not saved within {timeout_s} s of Ctrl+S")
+        page.wait_for_timeout(1000)
+    raise TimeoutError(f"{path_in_root} was not saved within {timeout_s} s of Ctrl+S (before: {before}; "
+                       f"(s, last_modified, dirty): {seen[:3]} ... {seen[-3:]})")
 
 
 def copy_tree(files, root):

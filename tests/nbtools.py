@@ -67,7 +67,7 @@ def fill_solutions(student_nb, solution_nb, grade_ids=None):
     grade_ids: which answer cells to fill (default: all), as a student would.
     """
     answers = {grade_id(c): c.source for c in solution_nb.cells if is_solution(c)}
-    filled = nbformat.from_dict(json.loads(nbformat.writes(student_nb)))
+    filled = nbformat.reads(nbformat.writes(student_nb), as_version=4)
     for cell in filled.cells:
         gid = grade_id(cell)
         if is_solution(cell) and (grade_ids is None or gid in grade_ids):

@@ -246,3 +246,24 @@ def test_student_warnings_are_shown_but_cost_nothing(graded):
     text = json.dumps([o for c in autograded(graded, "stderr_warnings").cells for o in c.get("outputs", [])])
     assert "a warning from student code, in a test" in text
     assert graded["results"]["stderr_warnings"].score == max_points(graded)
+
+
+def test_a_dead_kernel_is_one_flag(graded):
+    flags = graded["results"]["os_exit"].flags
+    assert [f for f in flags if f.startswith("runtime:")] == [
+        f for f in flags if f.startswith("runtime: the kernel died")] and len(flags) == 1, flags
+
+
+def test_a_worker_past_the_hard_limit_is_killed_scored_zero_and_flagged(released_course, tmp_path, monkeypatch):
+    import autograder.grading
+    lesson = TEST_LESSONS[0]
+    course = tmp_path / "course"
+    shutil.copytree(released_course, course)
+    folder = course / "submitted" / "stuck" / lesson
+    folder.mkdir(parents=True)
+    shutil.copyfile(course / "release" / lesson / f"{lesson}.ipynb", folder / f"{lesson}.ipynb")
+    monkeypatch.setattr(autograder.grading, "HARD_LIMIT_GRACE_S", 1)
+    [r] = grade(course, [lesson], limits=Limits(notebook_timeout=1), log=lambda *_: None)
+    assert r.status == "failed" and r.score == 0 and r.max_score > 0, r
+    assert any("hard limit" in f for f in r.flags), r.flags
+    assert list((course / ".grading" / lesson / "stuck").glob("worker.log")), "the worker's log is kept for review"

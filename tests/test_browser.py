@@ -54,7 +54,7 @@ def chromium(tmp_path_factory):
 
 def run_notebook_and_explorers(server, context, url_path, shot_prefix):
     page = context.new_page()
-    console = b.ConsoleLog(page)
+    console = b.ConsoleLog(page, server.app)
     try:
         page.goto(server.url(url_path))
         cells = b.run_all_cells(page)
@@ -63,6 +63,9 @@ def run_notebook_and_explorers(server, context, url_path, shot_prefix):
         count, changed, problems = b.exercise_explorers(page, shot_prefix)
         page.screenshot(path=f"{shot_prefix}_end.png")
         return page, cells, tracebacks, count, changed, problems, console
+    except Exception:
+        page.screenshot(path=f"{shot_prefix}_FAILED.png")
+        raise
     finally:
         console.write(f"{shot_prefix}_console.log")
 
@@ -111,17 +114,20 @@ def test_notebook_saved_by_jupyterlab_keeps_nbgrader_metadata_and_grades(
     name = f"roundtrip_{lesson}.ipynb"
     nbformat.write(filled, str(lab.root / name))
 
-    page = context_page = chromium.new_page()
-    console = b.ConsoleLog(context_page)
+    page = chromium.new_page()
+    console = b.ConsoleLog(page)
     try:
         page.goto(lab.url(f"lab/tree/{name}"))
         cells = b.run_all_cells(page)
         b.save_with_keyboard(page, lab, name)
         page.screenshot(path=str(artifacts / f"roundtrip_{lesson}_saved.png"))
+    except Exception:
+        page.screenshot(path=str(artifacts / f"roundtrip_{lesson}_FAILED.png"))
+        raise
     finally:
         console.write(artifacts / f"roundtrip_{lesson}_console.log")
         page.close()
-    assert not [c for c in cells if c["errors"]], f"{lesson}: the filled-in copy shows tracebacks"
+    assert not [c for c in cells if c["errors"]], f"{lesson}: the filled-in copy shows errors: {cells}"
 
     saved = load(lab.root / name)
     assert any(c.get("outputs") for c in saved.cells if c.cell_type == "code"), \

@@ -72,8 +72,9 @@ if "google.colab" in sys.modules:
     import importlib
     import subprocess
 
-    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps",
-                    "{PIP_TARGET}"], check=True)
+    course_utils_source = "{PIP_TARGET}"
+    subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", course_utils_source],
+                   check=True)
     importlib.invalidate_caches()'''
 
 

@@ -1,0 +1,66 @@
+"""Colab's widget stack: every solution notebook runs, and every explorer responds, under ipywidgets 7.7.1.
+
+Uses the virtual environment built by tests/colab_env/build.sh (default
+build/colab-env, or $COLAB_ENV): ipywidgets 7.7.1 with widgetsnbextension 3.x,
+matplotlib 3.10, numpy 2.1, Colab's ipykernel/IPython, and course_utils
+installed with --no-deps. Skipped when that environment has not been built,
+except under COURSE_CI=1 (.ci/run builds it first), where that fails.
+"""
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from nbtools import LESSONS, REPO
+
+VENV = Path(os.environ.get("COLAB_ENV", REPO / "build" / "colab-env"))
+PYTHON = VENV / "bin" / "python"
+REQUIREMENTS = REPO / "tests" / "colab_env" / "requirements.txt"
+
+
+def _not_ready():
+    if not PYTHON.exists():
+        return f"the Colab stand-in environment {VENV} is not built: run tests/colab_env/build.sh"
+    stamp = VENV / ".complete"
+    if not stamp.exists() or stamp.read_text() != REQUIREMENTS.read_text():
+        return f"{VENV} is incomplete or older than tests/colab_env/requirements.txt: run tests/colab_env/build.sh"
+    return None
+
+
+_reason = _not_ready()
+if _reason and os.environ.get("COURSE_CI") == "1":
+    raise RuntimeError(f"COURSE_CI=1: {_reason}")
+pytestmark = pytest.mark.skipif(bool(_reason), reason=f"ipywidgets 7.7.1 tests skipped: {_reason}")
+
+
+def _in_venv(code):
+    done = subprocess.run([str(PYTHON), "-c", code], capture_output=True, text=True, cwd=str(REPO), timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    return done.stdout.strip()
+
+
+def test_environment_is_colabs_widget_stack_with_this_course_utils():
+    versions = _in_venv("import ipywidgets, widgetsnbextension, matplotlib, numpy; "
+                        "print(ipywidgets.__version__, widgetsnbextension.__version__, "
+                        "matplotlib.__version__, numpy.__version__)").split()
+    assert versions[0] == "7.7.1", f"ipywidgets {versions[0]}"
+    assert versions[1].startswith("3."), f"widgetsnbextension {versions[1]}"
+    assert versions[2].startswith("3.10."), f"matplotlib {versions[2]}"
+    assert versions[3].startswith("2.1."), f"numpy {versions[3]}"
+    where = _in_venv("import course_utils, os; print(os.path.dirname(course_utils.__file__))")
+    assert Path(where) == REPO / "course_utils", f"the venv imports course_utils from {where}, not this checkout"
+
+
+def test_every_explorer_module_imports_under_ipywidgets_7():
+    modules = sorted(p.stem for p in (REPO / "course_utils" / "explorers").glob("*.py") if p.stem != "__init__")
+    _in_venv("import importlib\n" + "".join(f"importlib.import_module('course_utils.explorers.{m}')\n"
+                                           for m in modules))
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_solution_notebook_runs_and_explorers_respond_under_ipywidgets_7(lesson):
+    done = subprocess.run([str(PYTHON), "tests/colab_env/check.py", lesson, "--expect-ipywidgets", "7.7.1"],
+                          capture_output=True, text=True, cwd=str(REPO), timeout=1200)
+    report = "\n".join(line for line in done.stdout.splitlines())
+    assert done.returncode == 0, f"{lesson} under ipywidgets 7.7.1:\n{report}\n{done.stderr[-3000:]}"
