@@ -78,7 +78,13 @@ class JupyterServer:
                                         cwd=str(self.root))
 
     def url(self, path):
-        return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}?token={self.token}"
+        # JupyterLab: `reset` starts from an empty workspace, so earlier tests' tabs are not reopened
+        reset = "reset&" if self.app == "lab" else ""
+        return f"http://127.0.0.1:{self.port}/{path.lstrip('/')}?{reset}token={self.token}"
+
+    def shutdown_kernels(self):
+        for kernel in self._safe(lambda: self.api("kernels")) or []:
+            self._safe(lambda: self.api(f"kernels/{kernel['id']}", method="DELETE"))
 
     def api(self, path, method="GET", body=None):
         request = urllib.request.Request(
@@ -103,8 +109,7 @@ class JupyterServer:
         raise TimeoutError(f"jupyter {self.app} did not answer within {timeout} s: see {self.log.name}")
 
     def stop(self):
-        for kernel in self._safe(lambda: self.api("kernels")) or []:
-            self._safe(lambda: self.api(f"kernels/{kernel['id']}", method="DELETE"))
+        self.shutdown_kernels()
         self.process.terminate()
         try:
             self.process.wait(timeout=20)

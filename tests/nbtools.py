@@ -96,3 +96,35 @@ def copy_course_sources(course_root, lessons):
     for lesson in lessons:
         (course_root / "source" / lesson).mkdir(parents=True, exist_ok=True)
         shutil.copyfile(SOLUTIONS / f"{lesson}.ipynb", course_root / "source" / lesson / f"{lesson}.ipynb")
+
+
+class LessonCode:
+    """A solution notebook's code, split so that a test can run one graded test cell
+    against the solution with one answer swapped for a mistaken (or another correct) one.
+
+    given: first lines of ready-made code cells the answers need besides the
+    lesson's import cell (for instance ("def attend(",)).
+    """
+
+    def __init__(self, lesson, given=()):
+        nb = load(SOLUTIONS / f"{lesson}.ipynb")
+        code = [c for c in nb.cells if c.cell_type == "code" and c.get("id") != "colab-setup"]
+        setup = [code[0].source] + [c.source for c in code if c.source.startswith(tuple(given))] if given else [code[0].source]
+        self.setup = "\n".join(line for line in "\n".join(setup).splitlines() if not line.lstrip().startswith("%"))
+        self.answers = {grade_id(c): re.sub(r"[ \t]*### (BEGIN|END) SOLUTION\n", "", c.source)
+                        for c in code if is_solution(c)}
+        self.tests = {grade_id(c): c.source for c in code if is_test(c)}
+
+    def run_test_cell(self, test_id, replacement=None):
+        """Run the set-up, every answer, then `replacement` (redefining one answer), then test cell `test_id`."""
+        import contextlib
+        import io
+        import textwrap
+        namespace = {"__name__": "__lesson__"}
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(self.setup, namespace)
+            for source in self.answers.values():
+                exec(source, namespace)
+            if replacement:
+                exec(textwrap.dedent(replacement), namespace)
+            exec(self.tests[test_id], namespace)

@@ -68,6 +68,7 @@ def run_notebook_and_explorers(server, context, url_path, shot_prefix):
         raise
     finally:
         console.write(f"{shot_prefix}_console.log")
+        server.shutdown_kernels()
 
 
 def explorer_cells(lesson):
@@ -127,6 +128,8 @@ def test_notebook_saved_by_jupyterlab_keeps_nbgrader_metadata_and_grades(
     finally:
         console.write(artifacts / f"roundtrip_{lesson}_console.log")
         page.close()
+        lab.shutdown_kernels()
+    assert not console.errors, f"{lesson}: browser console errors:\n" + "\n".join(console.errors)
     assert not [c for c in cells if c["errors"]], f"{lesson}: the filled-in copy shows errors: {cells}"
 
     saved = load(lab.root / name)

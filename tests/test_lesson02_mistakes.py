@@ -4,42 +4,14 @@ Each mistake below is a plausible wrong answer to one exercise. The test runs th
 solution notebook's own test cell (visible and hidden tests) against it and expects
 a failure; the correct solution must pass every test cell.
 """
-import re
-import textwrap
-from pathlib import Path
 
-import nbformat
 import pytest
 
-NOTEBOOK = Path(__file__).resolve().parent.parent / "solutions" / "02_bahdanau_attention.ipynb"
+from nbtools import LessonCode
 
-
-def _cells():
-    nb = nbformat.read(str(NOTEBOOK), as_version=4)
-    setup = next(c.source for c in nb.cells if c.cell_type == "code" and "import course_utils" in c.source)
-    solutions, tests = {}, {}
-    for cell in nb.cells:
-        meta = cell.metadata.get("nbgrader", {})
-        if cell.cell_type != "code":
-            continue
-        if meta.get("solution"):
-            solutions[meta["grade_id"]] = re.sub(r"[ \t]*### (BEGIN|END) SOLUTION\n", "", cell.source)
-        elif meta.get("grade"):
-            tests[meta["grade_id"]] = cell.source
-    return re.sub(r"^%.*$", "", setup, flags=re.M), solutions, tests
-
-
-SETUP, SOLUTIONS, TESTS = _cells()
-
-
-def run_test_cell(test_id, override=""):
-    """Define every solution, then `override` (a mistaken version), then run one test cell."""
-    namespace = {}
-    exec(SETUP, namespace)
-    for source in SOLUTIONS.values():
-        exec(source, namespace)
-    exec(textwrap.dedent(override), namespace)
-    exec(TESTS[test_id], namespace)
+LESSON = LessonCode("02_bahdanau_attention")
+TESTS = LESSON.tests
+run_test_cell = LESSON.run_test_cell
 
 
 @pytest.mark.parametrize("test_id", sorted(TESTS))

@@ -4,42 +4,15 @@ Each case takes a test cell's source from solutions/04_masking.ipynb,
 runs it after the set-up cell and the solution cells, with one answer replaced
 by a mistaken version, and expects it to fail.
 """
-import contextlib
-import io
 import re
-import textwrap
 
 import pytest
 
-from nbtools import SOLUTIONS, grade_id, is_solution, is_test, load
+from nbtools import LessonCode
 
-NOTEBOOK = SOLUTIONS / "04_masking.ipynb"
-
-
-def _cells():
-    nb = load(NOTEBOOK)
-    # the lesson's own set-up cell (imports), not the Colab set-up cell stamped before it
-    setup = next(c.source for c in nb.cells if c.cell_type == "code" and "import course_utils as cu" in c.source)
-    setup = "\n".join(line for line in setup.splitlines() if not line.lstrip().startswith("%"))
-    answers = {grade_id(c): c.source for c in nb.cells if is_solution(c)}
-    test_cells = {grade_id(c): c.source for c in nb.cells if is_test(c)}
-    return setup, answers, test_cells
-
-
-SETUP, ANSWERS, TESTS = _cells()
-
-
-def run_test_cell(test_id, replacement=None):
-    """Run the set-up, every answer (one swapped for `replacement`), then the test cell `test_id`."""
-    namespace = {"__name__": "__lesson__"}
-    with contextlib.redirect_stdout(io.StringIO()):
-        exec(SETUP, namespace)
-        for source in ANSWERS.values():
-            exec(source, namespace)
-        if replacement:
-            exec(textwrap.dedent(replacement), namespace)
-        exec(TESTS[test_id], namespace)
-
+LESSON = LessonCode("04_masking")
+TESTS = LESSON.tests
+run_test_cell = LESSON.run_test_cell
 
 def test_every_test_cell_passes_the_solution():
     for test_id in TESTS:

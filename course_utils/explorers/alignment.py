@@ -21,7 +21,7 @@ import torch
 
 from ..data import EOS
 from ..plotting import plot_attention
-from .common import explain_failure, labelled_row, message_html, token_spans
+from .common import Explorer, explain_failure, labelled_row, message_html, show_figure, token_spans
 
 
 def _weight_chips(tokens, weights):
@@ -36,7 +36,7 @@ def _weight_chips(tokens, weights):
     return "".join(chips)
 
 
-class AlignmentExplorer:
+class AlignmentExplorer(Explorer):
     """Pick a held-out example or type a source, then step through decoding.
 
     Widgets (attributes, so a test can drive them): example_dropdown, source_text,
@@ -210,18 +210,7 @@ class AlignmentExplorer:
         self.tokens.value = (labelled_row("source", _weight_chips(self.source_tokens, self.weights[t]))
                              + labelled_row("output so far", token_spans(produced, correct))
                              + labelled_row("expected", token_spans(self.expected_tokens + ["<eos>"])))
-        self.plot.clear_output(wait=True)
-        fig = self.render_figure()
-        from IPython import get_ipython
-        if get_ipython() is not None:  # in a notebook; a test drives the widgets without one
-            from IPython.display import display
-            with self.plot:
-                display(fig)
-        plt.close(fig)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+        show_figure(self.plot, self.render_figure())
 
 
 def alignment_explorer(task, decode_with_attention, device="cpu", **kwargs):

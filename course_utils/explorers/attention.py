@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from ..plotting import plot_attention
-from .common import explain_failure, message_html
+from .common import Explorer, explain_failure, message_html, show_figure
 
 FEATURES = ("thing", "animal", "liquid", "pronoun", "wants animal", "wants liquid", "verb", "function")
 _F = {name: i for i, name in enumerate(FEATURES)}
@@ -103,7 +103,7 @@ def reference_attention(q, k, v):
     return output, weights
 
 
-class AttentionExplorer:
+class AttentionExplorer(Explorer):
     """A sentence box, a query-token menu and a temperature slider over hand-made embeddings.
 
     attention_fn(q, k, v) -> (output, weights) with q, k, v of shape (1, L, 8):
@@ -225,15 +225,7 @@ class AttentionExplorer:
         ax_map.add_patch(plt.Rectangle((-0.5, i - 0.5), len(tokens), 1, fill=False, edgecolor="red", lw=2))
         fig.tight_layout()
         self.figure = fig
-        self.plot.clear_output(wait=True)
-        with self.plot:
-            from IPython.display import display
-            display(fig)
-        plt.close(fig)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+        show_figure(self.plot, fig)
 
 
 def attention_explorer(attention_fn=None, sentence=EXAMPLES[0]):

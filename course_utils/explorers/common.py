@@ -45,3 +45,31 @@ def labelled_row(label, content_html):
 
 def new_html():
     return widgets.HTML(value="")
+
+
+def show_figure(output, fig):
+    """Show a matplotlib figure in an Output widget, replacing what it showed, then close it.
+
+    Closing keeps the inline backend from drawing a second copy below the cell.
+    Outside IPython (a test driving the widgets) nothing is displayed.
+    """
+    import matplotlib.pyplot as plt
+    from IPython import get_ipython
+    from IPython.display import display
+
+    output.clear_output(wait=True)
+    if get_ipython() is not None:
+        with output:
+            display(fig)
+    plt.close(fig)
+
+
+class Explorer:
+    """Base of the explorers: the top-level widget lives in `self.widget`, and the
+    explorer displays as that widget when it is the last value of a cell."""
+
+    widget = None
+
+    def _ipython_display_(self):
+        from IPython.display import display
+        display(self.widget)

@@ -2,10 +2,10 @@
 import ipywidgets as widgets
 import torch
 
-from .common import explain_failure, labelled_row, message_html, token_spans
+from .common import Explorer, explain_failure, labelled_row, message_html, token_spans
 
 
-class DecodingExplorer:
+class DecodingExplorer(Explorer):
     """A length slider and a "new example" button over a trained seq2seq model.
 
     decode_fn(src, src_lengths, max_len) -> (1, T) predicted ids (the notebook's
@@ -59,10 +59,6 @@ class DecodingExplorer:
                               + labelled_row("model output", token_spans(output, correct))
                               + message_html(f"length {length}, held-out example {i}: {verdict}",
                                              "info" if output == target else "error"))
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
 
 
 def decoding_explorer(task, decode_fn, device="cpu"):

@@ -12,10 +12,10 @@ import numpy as np
 import torch
 
 from ..plotting import plot_attention
-from .common import explain_failure, message_html, token_spans
+from .common import Explorer, explain_failure, message_html, show_figure, token_spans
 
 
-class HeadExplorer:
+class HeadExplorer(Explorer):
     """Dropdowns for the model, the layer and the head; a text box for the example.
 
     maps_fns: {model name: fn(ids (1, L) int64) -> list of per-layer weights (H, L, L)}
@@ -143,15 +143,7 @@ class HeadExplorer:
                        title=f"{self.model.value}: layer {self.layer.value + 1}, head {self.head.value + 1}")
         fig.tight_layout()
         self.figure = fig
-        self.plot.clear_output(wait=True)
-        with self.plot:
-            from IPython.display import display
-            display(fig)
-        plt.close(fig)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+        show_figure(self.plot, fig)
 
 
 def head_explorer(maps_fns, symbols, length=None, patterns=None, max_len=32):

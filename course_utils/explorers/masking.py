@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from .common import explain_failure, message_html
+from .common import Explorer, explain_failure, message_html, show_figure
 
 MAX_LEN = 12
 
@@ -47,7 +47,7 @@ def parse_mask(text, length):
     return torch.tensor([[c == "1" for c in r] for r in rows])
 
 
-class MaskExplorer:
+class MaskExplorer(Explorer):
     """Padding and causal toggles, a lengths box and an optional hand-typed mask.
 
     padding_mask_fn(lengths (B,), max_len) -> (B, max_len) bool, True = real token
@@ -204,15 +204,7 @@ class MaskExplorer:
             ax.set(title=title, xlabel="key position (· = padding)", ylabel="query position")
         fig.colorbar(image, ax=axes, fraction=0.025, pad=0.02)
         self.figure = fig
-        self.plot.clear_output(wait=True)
-        with self.plot:
-            from IPython.display import display
-            display(fig)
-        plt.close(fig)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+        show_figure(self.plot, fig)
 
 
 def mask_explorer(padding_mask_fn, causal_mask_fn, attention_fn, lengths="6 4 0"):

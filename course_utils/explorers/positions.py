@@ -11,13 +11,13 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from .common import explain_failure, message_html
+from .common import Explorer, explain_failure, message_html, show_figure
 
 MAX_D_MODEL = 1024
 MAX_LEN = 2048
 
 
-class PositionalEncodingExplorer:
+class PositionalEncodingExplorer(Explorer):
     """Text boxes for d_model and max_len; sliders for the position t and the dimension j.
 
     pe_fn(max_len, d_model) -> (max_len, d_model) tensor: the student's encoding.
@@ -138,15 +138,7 @@ class PositionalEncodingExplorer:
         ax_sim.grid(alpha=0.3)
         fig.tight_layout()
         self.figure = fig
-        self.plot.clear_output(wait=True)
-        with self.plot:
-            from IPython.display import display
-            display(fig)
-        plt.close(fig)
-
-    def _ipython_display_(self):
-        from IPython.display import display
-        display(self.widget)
+        show_figure(self.plot, fig)
 
 
 def positional_encoding_explorer(pe_fn, d_model=64, max_len=100, base=10000.0):

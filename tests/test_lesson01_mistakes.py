@@ -1,0 +1,138 @@
+"""Lesson 1's tests pass the solution, accept other correct answers and catch the common mistakes."""
+import re
+
+import pytest
+
+from nbtools import LessonCode
+
+LESSON = LessonCode("01_seq2seq_bottleneck", given=("task = cu.ReversalTask",))
+TESTS = LESSON.tests
+run_test_cell = LESSON.run_test_cell
+
+
+@pytest.mark.parametrize("test_id", sorted(TESTS))
+def test_solution_passes(test_id):
+    run_test_cell(test_id)
+
+
+def test_hidden_tests_are_present():
+    assert set(TESTS) == {"test_encoder", "test_decoder_step", "test_seq2seq_forward",
+                          "test_sequence_loss", "test_greedy_decode"}
+    for test_id, source in TESTS.items():
+        assert re.search(r"### BEGIN HIDDEN TESTS\n.+### END HIDDEN TESTS", source, re.S), test_id
+
+
+ALTERNATIVES = {
+    "encoder with pack_padded_sequence": ("test_encoder", """
+        class Encoder(Encoder):
+            def forward(self, src, src_lengths):
+                packed = nn.utils.rnn.pack_padded_sequence(self.embedding(src), src_lengths.cpu(),
+                                                           batch_first=True, enforce_sorted=False)
+                out, h = self.rnn(packed)
+                out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+                return out, h[0]
+    """),
+    "teacher forcing with a loop over decoder.step": ("test_seq2seq_forward", """
+        class Seq2Seq(Seq2Seq):
+            def forward(self, src, src_lengths, tgt_in):
+                _, context = self.encoder(src, src_lengths)
+                hidden, logits = context, []
+                for t in range(tgt_in.shape[1]):
+                    step_logits, hidden = self.decoder.step(tgt_in[:, t], hidden, context)
+                    logits.append(step_logits)
+                return torch.stack(logits, 1)
+    """),
+    "loss with ignore_index": ("test_sequence_loss", """
+        def sequence_loss(logits, targets):
+            return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD)
+    """),
+}
+
+
+@pytest.mark.parametrize("name", ALTERNATIVES)
+def test_other_correct_answers_pass(name):
+    test_id, replacement = ALTERNATIVES[name]
+    run_test_cell(test_id, replacement)
+
+
+MISTAKES = {
+    "final state taken at the last padded position": ("test_encoder", """
+        class Encoder(Encoder):
+            def forward(self, src, src_lengths):
+                out, h = self.rnn(self.embedding(src))
+                return out, h[0]
+    """),
+    "final state one position too early": ("test_encoder", """
+        class Encoder(Encoder):
+            def forward(self, src, src_lengths):
+                out, _ = self.rnn(self.embedding(src))
+                return out, out[torch.arange(src.shape[0]), src_lengths - 2]
+    """),
+    "decoder step that ignores the context": ("test_decoder_step", """
+        class Decoder(Decoder):
+            def step(self, token, hidden, context):
+                x = torch.cat([self.embedding(token), torch.zeros_like(context)], -1).unsqueeze(1)
+                out, h = self.rnn(x, hidden.unsqueeze(0))
+                return self.out(out[:, 0]), h[0]
+    """),
+    "decoder step that ignores the previous state": ("test_decoder_step", """
+        class Decoder(Decoder):
+            def step(self, token, hidden, context):
+                x = torch.cat([self.embedding(token), context], -1).unsqueeze(1)
+                out, h = self.rnn(x)
+                return self.out(out[:, 0]), h[0]
+    """),
+    "teacher forcing that starts from a zero state": ("test_seq2seq_forward", """
+        class Seq2Seq(Seq2Seq):
+            def forward(self, src, src_lengths, tgt_in):
+                _, context = self.encoder(src, src_lengths)
+                x = torch.cat([self.decoder.embedding(tgt_in),
+                               context.unsqueeze(1).expand(-1, tgt_in.shape[1], -1)], -1)
+                out, _ = self.decoder.rnn(x)
+                return self.decoder.out(out)
+    """),
+    "teacher forcing that drops the context from the inputs": ("test_seq2seq_forward", """
+        class Seq2Seq(Seq2Seq):
+            def forward(self, src, src_lengths, tgt_in):
+                _, context = self.encoder(src, src_lengths)
+                x = torch.cat([self.decoder.embedding(tgt_in),
+                               torch.zeros(*tgt_in.shape, context.shape[-1])], -1)
+                out, _ = self.decoder.rnn(x, context.unsqueeze(0).contiguous())
+                return self.decoder.out(out)
+    """),
+    "loss that averages over padding too": ("test_sequence_loss", """
+        def sequence_loss(logits, targets):
+            per_token = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none")
+            return (per_token * (targets.flatten() != PAD)).mean()
+    """),
+    "loss that averages each row first": ("test_sequence_loss", """
+        def sequence_loss(logits, targets):
+            per_token = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
+            mask = (targets != PAD).float()
+            return ((per_token * mask).sum(1) / mask.sum(1)).mean()
+    """),
+    "greedy decoding that never stops early": ("test_greedy_decode", """
+        _solution_greedy = greedy_decode
+        def greedy_decode(model, src, src_lengths, max_len):
+            out = _solution_greedy(model, src, src_lengths, max_len)
+            return torch.cat([out, torch.full((out.shape[0], max_len - out.shape[1]), PAD)], 1)
+    """),
+    "greedy decoding that keeps writing after <eos>": ("test_greedy_decode", """
+        @torch.no_grad()
+        def greedy_decode(model, src, src_lengths, max_len):
+            _, context = model.encoder(src, src_lengths)
+            hidden, token, out = context, torch.full((src.shape[0],), BOS), []
+            for _ in range(max_len):
+                logits, hidden = model.decoder.step(token, hidden, context)
+                token = logits.argmax(-1)
+                out.append(token)
+            return torch.stack(out, 1)
+    """),
+}
+
+
+@pytest.mark.parametrize("name", MISTAKES)
+def test_mistake_is_caught(name):
+    test_id, replacement = MISTAKES[name]
+    with pytest.raises((AssertionError, RuntimeError)):
+        run_test_cell(test_id, replacement)
