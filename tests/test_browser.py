@@ -62,12 +62,13 @@ def run_notebook_and_explorers(server, context, url_path, shot_prefix):
         tracebacks = [(i, e) for i, c in enumerate(cells) for e in c["errors"]]
         count, changed, problems = b.exercise_explorers(page, shot_prefix)
         page.screenshot(path=f"{shot_prefix}_end.png")
-        return page, cells, tracebacks, count, changed, problems, console
+        return cells, tracebacks, count, changed, problems, console
     except Exception:
         page.screenshot(path=f"{shot_prefix}_FAILED.png")
         raise
     finally:
         console.write(f"{shot_prefix}_console.log")
+        page.close()
         server.shutdown_kernels()
 
 
@@ -78,9 +79,8 @@ def explorer_cells(lesson):
 
 @pytest.mark.parametrize("lesson", LESSONS)
 def test_lesson_runs_in_jupyterlab_and_its_explorers_respond(lab, chromium, artifacts, lesson):
-    page, cells, tracebacks, count, changed, problems, console = run_notebook_and_explorers(
+    cells, tracebacks, count, changed, problems, console = run_notebook_and_explorers(
         lab, chromium, f"lab/tree/{lesson}.ipynb", str(artifacts / f"lab_{lesson}"))
-    page.close()
     assert not tracebacks, f"{lesson}: cells show tracebacks in JupyterLab: {tracebacks}"
     expected = len(explorer_cells(lesson))
     assert count >= expected, (f"{lesson}: {expected} explorer cell(s) in the notebook but {count} explorer(s) "
@@ -94,9 +94,8 @@ def test_a_lesson_runs_in_notebook7_and_its_explorer_responds(tmp_path, chromium
     root = tmp_path / "root"
     b.copy_tree([SOLUTIONS / f"{lesson}.ipynb"], root)
     with b.jupyter_server("notebook", root, tmp_path, artifacts / "notebook7-server.log") as server:
-        page, cells, tracebacks, count, changed, problems, console = run_notebook_and_explorers(
+        cells, tracebacks, count, changed, problems, console = run_notebook_and_explorers(
             server, chromium, f"notebooks/{lesson}.ipynb", str(artifacts / f"nb7_{lesson}"))
-        page.close()
     assert not tracebacks, f"{lesson}: cells show tracebacks in Notebook 7: {tracebacks}"
     assert count >= len(explorer_cells(lesson)) >= 1, f"{lesson}: no explorer rendered in Notebook 7"
     assert not problems, f"{lesson}: {problems}"
