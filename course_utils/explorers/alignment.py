@@ -68,7 +68,7 @@ class AlignmentExplorer(Explorer):
                                                  description="example")
         self.source_text = widgets.Text(value="", placeholder="or type a source, e.g. a b c d e f",
                                         description="source")
-        self.decode_button = widgets.Button(description="decode typed source")
+        self.decode_button = widgets.Button(description="decode typed source", layout=widgets.Layout(width="auto"))
         self.step_slider = widgets.IntSlider(value=1, min=1, max=1, description="step")
         self.prev_button = widgets.Button(description="◀ previous")
         self.next_button = widgets.Button(description="next ▶")

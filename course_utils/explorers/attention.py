@@ -127,7 +127,8 @@ class AttentionExplorer(Explorer):
                                          description="examples", layout=widgets.Layout(width="520px"))
         self.query = widgets.Dropdown(options=[], description="query token")
         self.temperature = widgets.FloatSlider(value=1.0, min=0.1, max=4.0, step=0.1, description="temperature",
-                                               continuous_update=False, readout_format=".1f")
+                                               continuous_update=False, readout_format=".1f",
+                                               style={"description_width": "initial"})
         self.message = widgets.HTML()
         self.plot = widgets.Output()
         self._updating = False

@@ -70,7 +70,7 @@ class MaskExplorer(Explorer):
         self.row = widgets.Dropdown(options=[], description="show row")
         self.padding = widgets.Checkbox(value=True, description="padding mask")
         self.causal = widgets.Checkbox(value=False, description="causal mask")
-        self.custom = widgets.Text(value="", description="custom mask", placeholder="rows of 0/1, e.g. 1100 1110 ...",
+        self.custom = widgets.Text(value="", description="custom mask", style={"description_width": "initial"}, placeholder="rows of 0/1, e.g. 1100 1110 ...",
                                    continuous_update=False, layout=widgets.Layout(width="420px"))
         self.message = widgets.HTML()
         self.plot = widgets.Output()
