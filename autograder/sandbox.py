@@ -81,15 +81,19 @@ def _hide_and_expose(settings):
     hide = [os.path.realpath(p) for p in settings["hide"] if os.path.exists(p)]
     expose = [os.path.realpath(p) for p in settings["expose"] if os.path.isdir(p)]
     inside = lambda p, dirs: any(p == d or p.startswith(d + "/") for d in dirs)  # noqa: E731
-    expose = [p for p in expose if inside(p, hide) and not inside(p, ["/tmp"])]
+    # what must come back: paths inside hidden ones, and paths under /tmp (a repository
+    # cloned there), which the fresh tmpfs on /tmp would otherwise hide
+    expose = [p for p in expose if inside(p, hide + ["/tmp"])]
     expose = [p for p in expose if not inside(p, [e for e in expose if e != p])]  # outermost only
-    # stage what must come back before /tmp is replaced and the hidden paths covered
+    # hold each one by a file descriptor, so it can still be bind-mounted once /tmp is replaced
+    handles = [os.open(path, os.O_PATH | os.O_DIRECTORY) for path in expose]
     _tmpfs("/tmp", settings["tmp_mb"])
     staged = []
-    for i, path in enumerate(expose):
+    for i, (handle, path) in enumerate(zip(handles, expose)):
         stage = f"/tmp/.expose{i}"
         os.mkdir(stage)
-        _mount(path, stage, None, MS_BIND | MS_REC)
+        _mount(f"/proc/self/fd/{handle}", stage, None, MS_BIND | MS_REC)
+        os.close(handle)
         staged.append((stage, path))
     for extra in ("/var/tmp", "/dev/shm"):
         if os.path.isdir(extra):
