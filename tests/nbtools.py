@@ -7,6 +7,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
@@ -32,23 +33,30 @@ def is_test(cell):
     return cell.metadata.get("nbgrader", {}).get("grade", False) and cell.cell_type == "code"
 
 
-def execute(nb, fast=True, timeout=300, cwd=None, extra_env=None):
-    """Run every cell (errors recorded, not raised) and return the executed notebook."""
+def execute(nb, fast=True, timeout=180, cwd=None, extra_env=None):
+    """Run every cell (errors recorded, not raised) and return the executed notebook (a new object)."""
     env = {"COURSE_FAST": "1" if fast else "0", "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
     env.update(extra_env or {})
     saved = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        client = NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True,
-                                resources={"metadata": {"path": str(cwd or REPO)}})
-        client.execute()
+        for attempt in (1, 2):
+            run = nbformat.from_dict(nb)
+            try:
+                NotebookClient(run, timeout=timeout, kernel_name="python3", allow_errors=True,
+                               resources={"metadata": {"path": str(cwd or REPO)}}).execute()
+                break
+            except (CellTimeoutError, DeadKernelError):
+                # a kernel reply lost on a loaded machine leaves both sides idle: retry once, fresh
+                if attempt == 2:
+                    raise
     finally:
         for k, v in saved.items():
             if v is None:
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-    return nb
+    return run
 
 
 def errors(nb):
