@@ -106,15 +106,17 @@ def copy_course_sources(course_root, lessons):
         shutil.copyfile(SOLUTIONS / f"{lesson}.ipynb", course_root / "source" / lesson / f"{lesson}.ipynb")
 
 
+# first lines of the ready-made code cells that a lesson's answers and tests need besides
+# its import cell
+GIVEN_CELLS = {"01_seq2seq_bottleneck": ("task = cu.ReversalTask",), "05_multi_head_attention": ("def attend(",)}
+
+
 class LessonCode:
     """A solution notebook's code, split so that a test can run one graded test cell
-    against the solution with one answer swapped for a mistaken (or another correct) one.
+    against the solution with one answer swapped for a mistaken (or another correct) one."""
 
-    given: first lines of ready-made code cells the answers need besides the
-    lesson's import cell (for instance ("def attend(",)).
-    """
-
-    def __init__(self, lesson, given=()):
+    def __init__(self, lesson):
+        given = GIVEN_CELLS.get(lesson, ())
         nb = load(SOLUTIONS / f"{lesson}.ipynb")
         code = [c for c in nb.cells if c.cell_type == "code" and c.get("id") != "colab-setup"]
         setup = [code[0].source] + [c.source for c in code if c.source.startswith(tuple(given))] if given else [code[0].source]

@@ -4,24 +4,13 @@ Each case takes a test cell's source from solutions/03_queries_keys_values.ipynb
 runs it after the set-up cell and the solution cells, with one answer replaced
 by a mistaken version, and expects it to fail.
 """
-import re
 
 import pytest
 
 from nbtools import LessonCode
 
 LESSON = LessonCode("03_queries_keys_values")
-TESTS = LESSON.tests
 run_test_cell = LESSON.run_test_cell
-
-def test_every_test_cell_passes_the_solution():
-    for test_id in TESTS:
-        run_test_cell(test_id)
-
-
-def test_hidden_tests_are_present():
-    for test_id, source in TESTS.items():
-        assert re.search(r"### BEGIN HIDDEN TESTS\n.+### END HIDDEN TESTS", source, re.S), test_id
 
 
 MISTAKES = {

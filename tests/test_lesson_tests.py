@@ -1,0 +1,40 @@
+"""Every graded test cell of every lesson passes its own solution and holds hidden tests."""
+import re
+
+import pytest
+
+from nbtools import LESSONS, LessonCode
+
+CELLS = [(lesson, test_id) for lesson in LESSONS for test_id in LessonCode(lesson).tests]
+
+
+@pytest.mark.parametrize("lesson, test_id", CELLS)
+def test_test_cell_passes_the_solution(lesson, test_id):
+    LessonCode(lesson).run_test_cell(test_id)
+
+
+@pytest.mark.parametrize("lesson, test_id", CELLS)
+def test_test_cell_has_hidden_tests(lesson, test_id):
+    source = LessonCode(lesson).tests[test_id]
+    assert re.search(r"### BEGIN HIDDEN TESTS\n.+### END HIDDEN TESTS", source, re.S), (lesson, test_id)
+
+
+# the graded test cells each lesson must keep (a renamed or lost grade_id breaks grading)
+EXPECTED_TEST_CELLS = {
+    "01_seq2seq_bottleneck": ["test_encoder", "test_decoder_step", "test_seq2seq_forward", "test_sequence_loss",
+                              "test_greedy_decode"],
+    "02_bahdanau_attention": ["test_additive_score", "test_attention_weights", "test_attend", "test_bahdanau_decoder",
+                              "test_dot_score", "test_general_score"],
+    "03_queries_keys_values": ["test_softmax", "test_attention_np", "test_attention_torch", "test_self_attention",
+                               "test_permutation_gap"],
+    "04_masking": ["test_padding_mask", "test_causal_mask", "test_attention_mask", "test_masked_attention",
+                   "test_to_mha_masks"],
+    "05_multi_head_attention": ["test_split_heads", "test_merge_heads", "test_multi_head_attention",
+                                "test_load_from_torch"],
+    "06_positional_encoding": ["test_sinusoidal", "test_positional_encoding_module", "test_shift_matrix"],
+}
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_lesson_keeps_its_graded_test_cells(lesson):
+    assert list(LessonCode(lesson).tests) == EXPECTED_TEST_CELLS[lesson]
