@@ -19,7 +19,8 @@ NOTEBOOK = Path(__file__).resolve().parent.parent / "solutions" / "05_multi_head
 def notebook_namespace():
     """Execute the set-up cell and the cells that define the task, the model and the training loop."""
     os.environ.setdefault("COURSE_FAST", "0")
-    cells = [c.source for c in nbformat.read(str(NOTEBOOK), as_version=4).cells if c.cell_type == "code"]
+    cells = [c.source for c in nbformat.read(str(NOTEBOOK), as_version=4).cells
+             if c.cell_type == "code" and c.get("id") != "colab-setup"]
     wanted = [cells[0]] + [s for s in cells if "class LookupModel" in s or s.startswith("def train_lookup")]
     namespace = {}
     for source in wanted:

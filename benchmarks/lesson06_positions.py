@@ -20,7 +20,7 @@ def notebook_namespace():
     """Execute the set-up cell, the answers, and the cells that define the task, models and training."""
     os.environ.setdefault("COURSE_FAST", "0")
     nb = nbformat.read(str(NOTEBOOK), as_version=4)
-    cells = [c for c in nb.cells if c.cell_type == "code"]
+    cells = [c for c in nb.cells if c.cell_type == "code" and c.get("id") != "colab-setup"]
     answers = [c.source for c in cells if c.metadata.get("nbgrader", {}).get("solution")]
     task = [c.source for c in cells if "class OrderModel" in c.source]
     training = [c.source for c in cells if c.source.startswith("def train_order_model")]
