@@ -2,7 +2,8 @@
 
 It holds no answer to a graded exercise: the notebooks pass their own functions in.
 """
-from .checks import check_close, check_shape, check_true, require
+from .checks import (ForbiddenCall, check_close, check_shape, check_true, forbid, plain_array, plain_float,
+                     plain_tensor, require)
 from .data import BOS, EOS, PAD, Batch, ReversalTask, Vocab, pad_sequences
 from .plotting import plot_accuracy_by_length, plot_attention, plot_curves
 from .runtime import budget, is_fast_mode, pick_device, seed_everything

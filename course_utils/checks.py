@@ -1,12 +1,21 @@
 """Assertion helpers for the notebooks' test cells: each failure says what was
 expected, what came back, and where to look."""
+import contextlib
+import importlib
+import sys
+
 import numpy as np
 import torch
 
 
-def _as_array(x):
-    if torch.is_tensor(x):
-        return x.detach().cpu().numpy()
+def _as_array(x, name="value"):
+    """A plain ndarray of x; tensors and arrays must be plain (a subclass could lie in comparisons)."""
+    if isinstance(x, torch.Tensor):
+        return plain_tensor(x, name).numpy()
+    if isinstance(x, np.ndarray):
+        return plain_array(x, name)
+    if isinstance(x, (float, int)) and type(x) not in (int, float, bool) and not isinstance(x, np.generic):
+        return np.asarray(plain_float(x, name))
     return np.asarray(x)
 
 
@@ -14,14 +23,18 @@ def check_shape(value, expected, name):
     """Assert that `value` (tensor or array) has shape `expected`; None in `expected` matches any size."""
     if not hasattr(value, "shape"):
         raise AssertionError(f"{name}: expected a tensor of shape {expected}, got a {type(value).__name__}")
-    shape = tuple(value.shape)
+    if isinstance(value, torch.Tensor):
+        plain_tensor(value, name)
+    elif isinstance(value, np.ndarray):
+        plain_array(value, name)
+    shape = tuple(int(s) for s in value.shape)
     if len(shape) != len(expected) or any(e is not None and e != s for e, s in zip(expected, shape)):
         raise AssertionError(f"{name}: expected shape {tuple(expected)}, got {shape}")
 
 
 def check_close(actual, expected, name, atol=1e-5, rtol=1e-5, hint=""):
     """Assert that two tensors/arrays/numbers agree within tolerance."""
-    a, e = _as_array(actual), _as_array(expected)
+    a, e = _as_array(actual, name), _as_array(expected, name + " (expected)")
     if a.shape != e.shape:
         raise AssertionError(f"{name}: expected shape {e.shape}, got {a.shape}. {hint}".strip())
     if not np.allclose(a, e, atol=atol, rtol=rtol, equal_nan=False):
@@ -45,3 +58,90 @@ def require(value, what):
     if value is None:
         raise NotImplementedError(f"This cell needs {what}.")
     return value
+
+
+# ------------------------------------------------------------ plain values
+# Hidden tests turn an answer into a plain value before comparing it, so that an
+# object whose comparisons always say "equal" (a subclass of float, Tensor or
+# ndarray) cannot pass a check.
+
+_PLAIN_TENSORS = (torch.Tensor, torch.nn.Parameter)
+
+
+def plain_tensor(value, name, dtype=None):
+    """`value` as a plain, detached CPU `torch.Tensor`; refuses subclasses and other types.
+
+    dtype: when given, the tensor must have exactly this dtype (the one the exercise asks for).
+    """
+    if type(value) not in _PLAIN_TENSORS:
+        kind = "a subclass of torch.Tensor" if isinstance(value, torch.Tensor) else "a " + type(value).__name__
+        raise AssertionError(f"{name}: expected a plain torch.Tensor, got {kind} ({type(value).__qualname__}). "
+                             "Return the tensor your computation produced.")
+    value = torch.Tensor.detach(value).cpu()
+    if type(value) is torch.nn.Parameter:
+        value = value.data
+    if dtype is not None and value.dtype != dtype:
+        raise AssertionError(f"{name}: expected dtype {dtype}, got {value.dtype}.")
+    return value
+
+
+def plain_array(value, name, dtype=None):
+    """`value` as a plain `numpy.ndarray` (a numpy scalar becomes a 0-d array); refuses subclasses."""
+    if type(value) is not np.ndarray and not (isinstance(value, np.generic) and type(value).__module__ == "numpy"):
+        kind = "a subclass of numpy.ndarray" if isinstance(value, np.ndarray) else "a " + type(value).__name__
+        raise AssertionError(f"{name}: expected a plain numpy.ndarray, got {kind} ({type(value).__qualname__}).")
+    value = np.asarray(value)
+    if dtype is not None and value.dtype != np.dtype(dtype):
+        raise AssertionError(f"{name}: expected dtype {np.dtype(dtype)}, got {value.dtype}.")
+    return value
+
+
+def plain_float(value, name):
+    """`value` (a Python/numpy number, or a one-element plain tensor or array) as a built-in float."""
+    if type(value) in (int, float, bool):
+        return float(value)
+    if isinstance(value, np.generic) and type(value).__module__ == "numpy" and np.issubdtype(type(value), np.number):
+        return float(value.item())
+    if type(value) in _PLAIN_TENSORS or type(value) is np.ndarray:
+        array = plain_tensor(value, name).numpy() if type(value) is not np.ndarray else value
+        if array.size != 1:
+            raise AssertionError(f"{name}: expected a single number, got an array of shape {tuple(array.shape)}.")
+        return float(array.reshape(()).item())
+    raise AssertionError(f"{name}: expected a number (int or float), got {type(value).__qualname__}.")
+
+
+# ------------------------------------------------------------ forbidden built-ins
+
+class ForbiddenCall(AssertionError):
+    """Raised when an answer calls a built-in the exercise asks the student to build."""
+
+
+@contextlib.contextmanager
+def forbid(*dotted_names, reason="this exercise asks you to build it yourself"):
+    """Make built-in functions unavailable while the block runs, wherever they are bound.
+
+    `with forbid("torch.nn.functional.scaled_dot_product_attention"): out = attention(q, k, v)`
+    replaces the function in every loaded module and in the caller's globals (a notebook's
+    `from ... import x as y` included) by one that raises ForbiddenCall, and restores it after.
+    Compute reference results outside the block.
+    """
+    caller_globals = sys._getframe(2).f_globals  # the frame that wrote `with forbid(...)`
+    patched = []
+    try:
+        for dotted in dotted_names:
+            module_name, attr = dotted.rsplit(".", 1)
+            original = getattr(importlib.import_module(module_name), attr)
+
+            def refuse(*args, _name=dotted, **kwargs):
+                raise ForbiddenCall(f"{_name} is not allowed here: {reason}.")
+
+            namespaces = [vars(m) for m in list(sys.modules.values()) if m is not None and hasattr(m, "__dict__")]
+            for namespace in namespaces + [caller_globals]:
+                for key, bound in list(namespace.items()):
+                    if bound is original:
+                        patched.append((namespace, key, original))
+                        namespace[key] = refuse
+        yield
+    finally:
+        for namespace, key, original in reversed(patched):
+            namespace[key] = original
