@@ -1,10 +1,7 @@
 """Lesson 1's tests pass the solution, accept other correct answers and catch the common mistakes."""
-import pytest
 
-from nbtools import LessonCode
 
-LESSON = LessonCode("01_seq2seq_bottleneck")
-run_test_cell = LESSON.run_test_cell
+LESSON = "01_seq2seq_bottleneck"
 
 
 ALTERNATIVES = {
@@ -32,12 +29,6 @@ ALTERNATIVES = {
             return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD)
     """),
 }
-
-
-@pytest.mark.parametrize("name", ALTERNATIVES)
-def test_other_correct_answers_pass(name):
-    test_id, replacement = ALTERNATIVES[name]
-    run_test_cell(test_id, replacement)
 
 
 MISTAKES = {
@@ -114,10 +105,3 @@ MISTAKES = {
             return torch.stack(out, 1)
     """),
 }
-
-
-@pytest.mark.parametrize("name", MISTAKES)
-def test_mistake_is_caught(name):
-    test_id, replacement = MISTAKES[name]
-    with pytest.raises((AssertionError, RuntimeError)):
-        run_test_cell(test_id, replacement)

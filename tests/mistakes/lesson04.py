@@ -5,12 +5,8 @@ runs it after the set-up cell and the solution cells, with one answer replaced
 by a mistaken version, and expects it to fail.
 """
 
-import pytest
 
-from nbtools import LessonCode
-
-LESSON = LessonCode("04_masking")
-run_test_cell = LESSON.run_test_cell
+LESSON = "04_masking"
 
 
 ALTERNATIVES = {
@@ -44,12 +40,6 @@ ALTERNATIVES = {
             return m
     """),
 }
-
-
-@pytest.mark.parametrize("name", list(ALTERNATIVES))
-def test_other_correct_answers_pass(name):
-    test_id, source = ALTERNATIVES[name]
-    run_test_cell(test_id, source)
 
 
 MISTAKES = {
@@ -166,12 +156,3 @@ MISTAKES = {
             return kpm, am
     """),
 }
-
-
-@pytest.mark.parametrize("name", list(MISTAKES))
-def test_hidden_tests_catch(name):
-    test_id, source = MISTAKES[name]
-    with pytest.raises(Exception) as failure:
-        run_test_cell(test_id, source)
-    # a typo in this file must not count as a caught mistake
-    assert not isinstance(failure.value, (NameError, SyntaxError)), repr(failure.value)

@@ -5,12 +5,8 @@ solution notebook's own test cell (visible and hidden tests) against it and expe
 a failure; the correct solution must pass every test cell.
 """
 
-import pytest
 
-from nbtools import LessonCode
-
-LESSON = LessonCode("02_bahdanau_attention")
-run_test_cell = LESSON.run_test_cell
+LESSON = "02_bahdanau_attention"
 
 
 MISTAKES = {
@@ -130,10 +126,3 @@ MISTAKES = {
                 return query @ keys[..., :query.shape[-1]].transpose(1, 2)
     """),
 }
-
-
-@pytest.mark.parametrize("mistake", sorted(MISTAKES))
-def test_mistake_is_caught(mistake):
-    test_id, override = MISTAKES[mistake]
-    with pytest.raises(Exception):
-        run_test_cell(test_id, override)

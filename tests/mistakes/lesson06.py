@@ -4,12 +4,9 @@ Each case takes a test cell's source from solutions/06_positional_encoding.ipynb
 runs it after the set-up cell and the solution cells, with one answer replaced
 by a mistaken version, and expects it to fail.
 """
-import pytest
 
-from nbtools import LessonCode
 
-LESSON = LessonCode("06_positional_encoding")
-run_test_cell = LESSON.run_test_cell
+LESSON = "06_positional_encoding"
 
 
 def _pe(angle_line, fill="pe[:, 0::2], pe[:, 1::2] = torch.sin(angles), torch.cos(angles)", positions="torch.arange(max_len)"):
@@ -63,12 +60,6 @@ ALTERNATIVES = {
                 return x + self.pe[None, : x.size(1), :]
     """),
 }
-
-
-@pytest.mark.parametrize("name", sorted(ALTERNATIVES))
-def test_other_correct_versions_pass(name):
-    test_id, replacement = ALTERNATIVES[name]
-    run_test_cell(test_id, replacement)
 
 
 MISTAKES = {
@@ -174,10 +165,3 @@ MISTAKES.update({
     "shift with the wrong base": ("test_shift_matrix", _shift(_CORRECT_BLOCK, freq="1 / 1000 ** (2 * i / d_model)")),
     "shift that accepts an odd d_model": ("test_shift_matrix", _shift(_CORRECT_BLOCK, guard=False)),
 })
-
-
-@pytest.mark.parametrize("mistake", sorted(MISTAKES))
-def test_hidden_tests_catch(mistake):
-    test_id, replacement = MISTAKES[mistake]
-    with pytest.raises(Exception):
-        run_test_cell(test_id, replacement)
