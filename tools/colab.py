@@ -1,7 +1,13 @@
 """Google Colab: the repository's address, the "Open in Colab" badge and the Colab set-up cell.
 
-Everything that names the repository is stamped from the constants below, so
-moving the repository means changing them here and re-running
+Everything that names the repository is stamped from one setting, `repository`
+in pyproject.toml's `[tool.course]` table (read into REPO_URL below; the website
+reads it too). A fork gets working badges in one step:
+
+    python -m tools.colab --from-origin   # set it from `git remote get-url origin`, re-stamp
+                                          # solutions/, the README's table, and release notebooks/
+
+or, after changing the setting by hand:
 
     python -m tools.colab                 # stamp every solutions/*.ipynb (idempotent)
     python -m tools.colab 01_seq2seq_bottleneck   # or only the lessons named
@@ -24,16 +30,36 @@ Each notebook gets two cells, recognised by their cell ids (and tags):
   already). Anywhere else it does nothing and prints nothing.
 """
 import argparse
+import re
+import subprocess
 import sys
 from pathlib import Path
 
 import nbformat
 
-# The one place that says where the course lives.
-REPO_URL = "https://github.com/attention-course/attention-from-the-bottleneck-up"
-BRANCH = "main"
+try:
+    import tomllib
+except ImportError:  # Python 3.10
+    import tomli as tomllib
 
 REPO = Path(__file__).resolve().parent.parent
+PYPROJECT = REPO / "pyproject.toml"
+README = REPO / "README.md"
+
+
+def configured_repository(pyproject=PYPROJECT):
+    """The course's GitHub address: `repository` in pyproject.toml's [tool.course] (the one place)."""
+    with open(pyproject, "rb") as f:
+        url = tomllib.load(f).get("tool", {}).get("course", {}).get("repository")
+    if not url or not re.fullmatch(r"https://github\.com/[\w.-]+/[\w.-]+", url):
+        raise ValueError(f"{pyproject}: [tool.course] repository must be https://github.com/OWNER/NAME, "
+                         f"not {url!r}")
+    return url
+
+
+REPO_URL = configured_repository()
+BRANCH = "main"
+
 SOLUTIONS = REPO / "solutions"
 NOTEBOOKS = REPO / "notebooks"
 
@@ -148,12 +174,67 @@ def readme_rows():
     return "\n".join(f"{lesson}: {badge_markdown(lesson)}" for lesson in lessons())
 
 
+def github_url(remote):
+    """https://github.com/OWNER/NAME for a GitHub remote in any of git's spellings; ValueError otherwise."""
+    match = re.fullmatch(r"(?:https?://(?:[^@/]+@)?github\.com/|git@github\.com:|ssh://git@github\.com/|"
+                         r"git://github\.com/)([\w.-]+)/([\w.-]+?)(?:\.git)?/?", remote.strip())
+    if not match:
+        raise ValueError(f"origin is {remote.strip()!r}, not a GitHub repository: Colab opens notebooks "
+                         f"from GitHub only")
+    return f"https://github.com/{match[1]}/{match[2]}"
+
+
+def set_repository(url, pyproject=PYPROJECT):
+    """Rewrite `repository = "..."` in pyproject.toml's [tool.course] table (nothing else changes)."""
+    text = Path(pyproject).read_text()
+    table = re.search(r"^\[tool\.course\]\n(?:(?!\[).*\n?)*", text, re.M)
+    if not table or not re.search(r'^repository\s*=\s*".*"$', table[0], re.M):
+        raise ValueError(f"{pyproject} has no `repository = ...` in a [tool.course] table")
+    body = re.sub(r'^repository\s*=\s*".*"$', f'repository = "{url}"', table[0], count=1, flags=re.M)
+    Path(pyproject).write_text(text[:table.start()] + body + text[table.end():])
+
+
+def from_origin(repo=REPO):
+    """Set the course's address from the origin remote and re-stamp everything that names it."""
+    remote = subprocess.run(["git", "remote", "get-url", "origin"], cwd=repo, capture_output=True, text=True)
+    if remote.returncode != 0:
+        print(f"error: no origin remote: {remote.stderr.strip()}", file=sys.stderr)
+        return 1
+    try:
+        url = github_url(remote.stdout)
+    except ValueError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 1
+    old = configured_repository(repo / "pyproject.toml")
+    if url == old:
+        print(f"the course already lives at {url}: nothing to do")
+        return 0
+    set_repository(url, repo / "pyproject.toml")
+    readme = repo / "README.md"
+    if readme.exists():  # the lesson table's badges and links
+        old_path, new_path = old.removeprefix("https://github.com/"), url.removeprefix("https://github.com/")
+        readme.write_text(readme.read_text().replace(f"/github/{old_path}/", f"/github/{new_path}/")
+                          .replace(old, url))
+    print(f"repository: {old} -> {url}")
+    # a fresh interpreter reads the new address; then the student copies are regenerated from solutions/
+    for step in (["-m", "tools.colab"], ["-m", "autograder", "release"]):
+        if subprocess.run([sys.executable, *step], cwd=repo).returncode != 0:
+            print(f"error: `python {' '.join(step)}` failed", file=sys.stderr)
+            return 1
+    return 0
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m tools.colab", description=__doc__.split("\n")[0])
     parser.add_argument("lessons", nargs="*", help="lesson ids (default: every solutions/*.ipynb)")
     parser.add_argument("--check", action="store_true", help="change nothing; exit 1 if a notebook needs stamping")
     parser.add_argument("--readme", action="store_true", help="print the badges for the README's lesson table")
+    parser.add_argument("--from-origin", action="store_true",
+                        help="set [tool.course] repository from `git remote get-url origin`, then re-stamp "
+                             "solutions/, the README and notebooks/ (a fork's badges in one step)")
     args = parser.parse_args(argv)
+    if args.from_origin:
+        return from_origin()
     if args.readme:
         print(readme_rows())
         return 0

@@ -1,0 +1,41 @@
+"""Sphinx configuration of the course website (built by `python -m tools.site build`).
+
+The pages are the student notebooks, carrying the outputs of a full-mode run of
+the solutions (see tools/site.py). Nothing is fetched from the network, at build
+time or when a page is read: the theme ships its own assets, MathJax is served
+from the sphinx-mathjax-offline package, notebook widget JavaScript is switched
+off (explorers are shown as their first picture), and the Colab badge is a local
+SVG.
+"""
+project = "Attention, from the bottleneck up"
+author = "the course's authors"
+copyright = "the course's authors, MIT licence"
+
+extensions = ["myst_nb", "sphinx-mathjax-offline"]
+
+# notebooks arrive executed (tools/site.py runs and caches them): never run a kernel here
+nb_execution_mode = "off"
+# no widget JavaScript from a CDN: tools/site.py replaces each explorer by its first picture
+nb_ipywidgets_js = {}
+nb_merge_streams = True
+myst_enable_extensions = ["dollarmath", "amsmath"]
+myst_heading_anchors = 3
+
+exclude_patterns = ["_build", "**.ipynb_checkpoints"]
+suppress_warnings = ["mystnb.unknown_mime_type"]
+
+html_theme = "sphinx_book_theme"
+html_title = project
+html_copy_source = False          # the pages are the only copy; no _sources/ with raw cells
+html_show_sourcelink = False
+html_last_updated_fmt = None
+html_static_path = ["_static"]
+html_css_files = ["course.css"]
+html_theme_options = {
+    "show_navbar_depth": 1,
+    "show_toc_level": 2,
+    "use_download_button": False,
+    "use_fullscreen_button": False,
+    "use_repository_button": False,
+    "home_page_in_toc": True,
+}
