@@ -27,7 +27,11 @@ DESCRIPTIONS = dict(
           "with the kernel sandboxed: no access to solutions/, the course directory or the gradebook; "
           "limits on time, memory and processes. Each worker writes a private copy of the gradebook, "
           "merged into <course>/gradebook.db when it ends. A submission that cannot be graded scores 0 "
-          "and is flagged; the others go on. Flags and events: <course>/reports/<lesson>/<student>.json.",
+          "and is flagged; the others go on. A test cell earns its points if and only if it raised no "
+          "error, whatever it printed; tampered cell metadata is restored and flagged; an integrity check "
+          "after every test cell flags patched checks. Flags and events: "
+          "<course>/reports/<lesson>/<student>.json. Ctrl-C (or SIGTERM) stops the workers and kernels, "
+          "keeps what finished and lists the rest; running grade again resumes (--force regrades all).",
     feedback="HTML feedback in <course>/feedback/<student>/<lesson>/ for every autograded submission, "
              "with the hidden tests, their tracebacks and any copy of them in outputs removed.",
     export="<dir>/grades.csv (nbgrader's CSV export: one row per student and lesson), <dir>/summary.csv "
@@ -72,6 +76,9 @@ def main(argv=None):
                    help="address-space limit of the kernel (default 4096)")
     p.add_argument("--nproc", type=int, default=512, metavar="N",
                    help="processes and threads of the sandbox user (default 512)")
+    p.add_argument("--force", action="store_true",
+                   help="regrade submissions already graded (default: skip those whose notebook is unchanged "
+                        "since their report was written, so that an interrupted run resumes)")
     p.add_argument("--course", default=str(REPO / "course"), help=course_help)
 
     p = command("feedback", "HTML feedback per student, without the hidden tests")
@@ -92,10 +99,14 @@ def main(argv=None):
         result = collect(args.source, course, lesson_ids(), roster=args.roster)
         return 2 if result.problems else 0
     elif args.command == "grade":
-        from .grading import Limits, grade
+        from .grading import GradingInterrupted, Limits, grade
         limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                         memory_mb=args.memory_mb, nproc=args.nproc)
-        results = grade(course, args.lessons or None, args.student, jobs=args.jobs, limits=limits)
+        try:
+            results = grade(course, args.lessons or None, args.student, jobs=args.jobs, limits=limits,
+                            force=args.force)
+        except GradingInterrupted:  # grade() has stopped the workers, kept what finished and said what is left
+            return 130
         failed = sum(r.status != "graded" for r in results)
         flagged = sum(bool(r.flags) for r in results)
         print(f"{len(results)} submission(s): {len(results) - failed} graded, {failed} could not be graded "

@@ -3,9 +3,13 @@
 nbgrader's autograde puts the hidden tests back into the autograded notebook, and its
 feedback would show them (in the test cells, in tracebacks, and in anything the student's
 code printed from the kernel's history). HideHiddenTests, first in the feedback
-preprocessors, removes the hidden regions with nbgrader's ClearHiddenTests, replaces the
-tracebacks of cells that had hidden tests by their last line, and blanks every line of
-hidden test code wherever it appears in an output.
+preprocessors, removes the hidden regions with nbgrader's ClearHiddenTests; shows of each
+test cell only its outcome (no output when it passed, the error's name and its message cut
+to MAX_MESSAGE characters when not: never what student code printed or displayed during the
+tests, however encoded); blanks every line of hidden test code wherever it still appears in
+an output; and drops outputs that would run in the page (JavaScript, widget views, SVG).
+HTML and Markdown are sanitized by nbconvert (HTMLExporter.sanitize_html in
+nbgrader_config.py).
 """
 import csv
 import json
@@ -17,6 +21,8 @@ from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
 
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", re.S)
 MIN_SECRET_LINE = 6  # shorter lines (`)`, `else:`) reveal nothing and would blank too much
+MAX_MESSAGE = 300  # characters of a failed test's message shown to the student
+ACTIVE_MIME = {"application/javascript", "text/javascript", "image/svg+xml"}
 
 
 class HideHiddenTests(NbGraderPreprocessor):
@@ -30,16 +36,45 @@ class HideHiddenTests(NbGraderPreprocessor):
         secrets = [s for s in secrets if s not in visible]  # also shown to students: not a secret
         clear = ClearHiddenTests(parent=self)
         for cell in nb.cells:
+            cell.get("metadata", {}).pop("autograder", None)  # what grading removed from test cells
             if cell.cell_type != "code":
                 continue
             had_hidden = "BEGIN HIDDEN TESTS" in cell.source
             clear._remove_hidden_test_region(cell)
-            for out in cell.get("outputs", []):
-                if out.output_type == "error" and had_hidden:
-                    out.traceback = [f"{out.ename}: {out.evalue}",
-                                     "(the traceback is hidden: this test cell runs hidden tests)"]
+            if _is_test(cell):  # its outcome only: passed (no output) or the check's own message, bounded
+                cell.outputs = [_outcome(o, had_hidden) for o in cell.get("outputs", []) if o.output_type == "error"]
+            cell.outputs = [o for o in map(_inert, cell.get("outputs", [])) if o is not None]
+            for out in cell.outputs:
                 _scrub(out, secrets)
         return nb, resources
+
+
+def _is_test(cell):
+    m = cell.get("metadata", {}).get("nbgrader", {})
+    return bool(m.get("grade")) and not m.get("solution")
+
+
+def _outcome(out, had_hidden):
+    message = out.get("evalue", "")
+    if len(message) > MAX_MESSAGE:
+        message = message[:MAX_MESSAGE] + " [...]"
+    out.evalue = message
+    out.traceback = [f"{out.ename}: {message}"] + (
+        ["(the traceback is hidden: this test cell runs hidden tests)"] if had_hidden else [])
+    return out
+
+
+def _inert(out):
+    """An output with nothing that runs in the page: no JavaScript, widget views or SVG (which can script)."""
+    data = out.get("data")
+    if not data:
+        return out
+    for mime in list(data):
+        if mime in ACTIVE_MIME or mime.startswith("application/vnd.jupyter.widget"):
+            del data[mime]
+    if not data:
+        return None
+    return out
 
 
 def _scrub(out, secrets):
@@ -95,7 +130,9 @@ def export(course_root, out_dir, log=print):
         for q in questions:
             w.writerow([q["assignment"], q["notebook"], q["cell"], q["max"], q["n"], q["full"], q["failed"],
                         f"{q['mean']:.2f}"])
-    (out_dir / "summary.md").write_text(_summary_md(questions, flagged))
+    from .collect import not_placed_summary  # files collect could not place, with the reason
+    (out_dir / "summary.md").write_text(_summary_md(questions, flagged) + "".join(
+        line + "\n" for line in not_placed_summary(course_root)))
     log(f"wrote {out_dir / 'grades.csv'}, {out_dir / 'summary.csv'} and {out_dir / 'summary.md'}")
     return out_dir / "grades.csv", out_dir / "summary.md"
 

@@ -7,9 +7,16 @@ notebook) and the notebook's structure against the source:
 - `patch`: assigns, deletes or setattr()s an attribute of numpy, torch, builtins or
   course_utils (or anything imported from them), e.g. `np.allclose = lambda *a: True`;
 - `eq`: defines `__eq__` that always returns True;
+- `lie`: subclasses float, int, torch.Tensor or numpy.ndarray and redefines comparison or
+  conversion (the tests refuse such answers: cu.plain_float/plain_tensor/plain_array);
 - `helper`: redefines a name the tests use (imported from course_utils or defined in a
   locked cell), e.g. `def check_close(*a): pass`;
 - `reach`: names the grader's files in a string (gradebook, solutions, hidden tests, .git);
+- `introspect`: reads the running cell's source or walks the call stack (`inspect`,
+  `sys._getframe`, frame attributes, `linecache`, `traceback`, `gc`, IPython's history `In`/`_ih`),
+  which is where the hidden tests are while they run;
+- `kernel`: reaches the kernel's own machinery (displayhook, AST/input transformers,
+  showtraceback, custom exception handlers, trace hooks), which can fake or hide a result;
 - `structure`: a test cell deleted, edited or duplicated (nbgrader restores edited and
   duplicated cells; a deleted test cell scores zero).
 """
@@ -132,6 +139,16 @@ def code_flags(code_cells, helpers=frozenset()):
                 flags.append(f"eq: line {node.lineno} sets __eq__ to a lambda that always returns True")
             if isinstance(node, ast.Constant) and isinstance(node.value, str) and GRADER_FILES.search(node.value):
                 flags.append(f"reach: line {node.lineno} names grader files: {node.value[:60]!r}")
+            if isinstance(node, ast.ClassDef) and _lying_class(node):
+                flags.append(f"lie: line {node.lineno} class {node.name} subclasses {_lying_class(node)} and "
+                             f"redefines how it compares or converts")
+            if isinstance(node, ast.Attribute) and node.attr in KERNEL_ATTRIBUTES:
+                flags.append(f"kernel: line {node.lineno} uses .{node.attr} (the kernel's own messaging and "
+                             f"execution machinery, which can fake or hide a test's result)")
+            what = _introspection(node)
+            if what:
+                flags.append(f"introspect: line {node.lineno} {what} (reads the running cell's source or the "
+                             f"call stack, where the hidden tests are)")
         for node in tree.body:
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 for name in set(_bound_names(node)) & set(aliases):
@@ -140,6 +157,53 @@ def code_flags(code_cells, helpers=frozenset()):
                 if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course_utils")):
                     flags.append(f"helper: line {node.lineno} redefines test helper {name}")
     return flags
+
+
+INTROSPECTION_MODULES = {"inspect", "linecache", "traceback", "dis", "gc", "tokenize"}
+INTROSPECTION_ATTRIBUTES = {"_getframe", "_current_frames", "f_back", "f_code", "f_globals", "f_locals", "f_lineno",
+                            "tb_frame", "tb_next", "gi_frame", "cr_frame", "history_manager", "currentframe",
+                            "getsource", "getsourcelines", "getframeinfo", "getouterframes", "getinnerframes",
+                            "get_referrers", "get_objects", "co_consts", "__traceback__"}
+KERNEL_ATTRIBUTES = {"displayhook", "display_pub", "iopub_socket", "send_response", "shell_handlers",
+                     "ast_transformers", "input_transformers_cleanup", "input_transformers_post", "set_custom_exc",
+                     "showtraceback", "_showtraceback", "run_cell", "run_code", "excepthook", "settrace", "setprofile"}
+HISTORY_NAMES = re.compile(r"^(In|Out|_ih|_oh|_i{1,3}|_i\d+|_dh)$")
+
+
+VALUE_TYPES = {"float", "int", "complex", "bool", "Tensor", "ndarray", "Parameter", "generic", "float64", "float32"}
+COMPARISON_DUNDERS = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__float__", "__abs__",
+                      "__sub__", "__rsub__", "__array__", "__array_ufunc__", "__torch_function__", "__instancecheck__",
+                      "__index__", "__int__", "__len__", "__getattribute__"}
+
+
+def _lying_class(node):
+    """The value type a class subclasses while redefining comparison or conversion (a lying answer), or None."""
+    bases = [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", None) for b in node.bases]
+    base = next((b for b in bases if b in VALUE_TYPES), None)
+    defined = set()
+    for stmt in node.body:
+        defined |= set(_bound_names(stmt))
+    return base if base and defined & COMPARISON_DUNDERS else None
+
+
+def _introspection(node):
+    """What a node does to read source or frames, or None."""
+    if isinstance(node, ast.Import):
+        names = [a.name.split(".")[0] for a in node.names if a.name.split(".")[0] in INTROSPECTION_MODULES]
+        return f"imports {names[0]}" if names else None
+    if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in INTROSPECTION_MODULES:
+        return f"imports from {node.module}"
+    if isinstance(node, ast.Attribute) and node.attr in INTROSPECTION_ATTRIBUTES:
+        return f"uses .{node.attr}"
+    if isinstance(node, ast.Name) and HISTORY_NAMES.match(node.id):
+        return f"reads IPython's history ({node.id})"
+    # the same names as strings: getattr(sys, "_getframe"), __import__("inspect"), globals()["In"]
+    args = node.args if isinstance(node, ast.Call) else [node.slice] if isinstance(node, ast.Subscript) else []
+    for arg in args:
+        if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and (
+                arg.value in INTROSPECTION_MODULES | INTROSPECTION_ATTRIBUTES or HISTORY_NAMES.match(arg.value)):
+            return f"names {arg.value!r}"
+    return None
 
 
 def structure_flags(submitted_nb, source_nb):

@@ -21,12 +21,14 @@ A worker that fails or runs past the hard limit is killed with its process group
 submission is still entered in the gradebook (with zero for what was not graded) and
 flagged, and the other students go on.
 """
+import hashlib
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -36,7 +38,8 @@ import nbformat
 
 from .course import REPO, SOLUTIONS, load_config
 from .flags import flag_submission
-from . import sandbox
+from .restore import restore
+from . import integrity, sandbox
 
 RUNTIME_FLAGS = ("the kernel died", "the notebook ran past")  # events that cost points the tests cannot judge
 HARD_LIMIT_GRACE_S = 60  # beyond the notebook budget: kernel start, sanitizing, saving grades
@@ -63,6 +66,7 @@ class Result:
     flags: list = field(default_factory=list)
     events: list = field(default_factory=list)
     error: str = ""
+    submission: str = ""          # sha256 of the graded notebook: a re-run skips it while it is unchanged
 
 
 def grading_config(course_root, db_url=None, limits=Limits(), sandbox_settings=None):
@@ -76,38 +80,95 @@ def grading_config(course_root, db_url=None, limits=Limits(), sandbox_settings=N
     config.SandboxedExecute.max_output_bytes = limits.output_kb * 1024
     if sandbox_settings is not None:
         config.SandboxKernelManager.sandbox = sandbox_settings
-    preprocessors = ["autograder.grading.SandboxedExecute", "nbgrader.preprocessors.IgnorePattern",
-                     "nbconvert.preprocessors.ClearMetadataPreprocessor", "nbgrader.preprocessors.LimitOutput",
-                     "nbgrader.preprocessors.SaveAutoGrades", "nbgrader.preprocessors.AssignLatePenalties",
-                     "nbgrader.preprocessors.CheckCellMetadata"]
-    config.Autograde.autograde_preprocessors = preprocessors
-    config.Autograde.sanitize_preprocessors = [
-        "nbgrader.preprocessors.ClearOutput", "autograder.grading.DeduplicateIds",
-        "nbgrader.preprocessors.OverwriteKernelspec", "nbgrader.preprocessors.OverwriteCells",
-        "nbgrader.preprocessors.CheckCellMetadata"]
+    # nbgrader_config.py's preprocessors (the pass/fail rule, restored metadata), with the sandboxed kernel
+    config.Autograde.autograde_preprocessors = [
+        "autograder.grading.SandboxedExecute" if p == "autograder.grading.GradingExecute" else p
+        for p in config.Autograde.autograde_preprocessors]
     return config
 
 
 def sandbox_settings(course_root, limits):
-    """What the kernel must not see, and what must stay reachable (the Python installation)."""
-    hide = [Path(course_root).resolve(), SOLUTIONS, REPO / ".git", Path.home()]
-    expose = {sys.prefix, sys.base_prefix, str(REPO)} | {p for p in sys.path if "site-packages" in p}
-    return dict(hide=[str(p) for p in hide], expose=sorted(expose), memory_mb=limits.memory_mb,
+    """What the kernel may read (an allow-list: the Python installation, course_utils) and its limits.
+
+    must_not_see only feeds the probe's check that the sandbox hides them: nothing outside
+    read_only (and the kernel's own submission and scratch space) is visible anyway.
+    """
+    import importlib.util
+    course_utils = Path(importlib.util.find_spec("course_utils").origin).resolve().parent
+    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
+    inside = lambda p: any(p == q or p.startswith(q + os.sep) for q in prefixes)  # noqa: E731
+    paths = {os.path.realpath(p) for p in sys.path if p and ("site-packages" in p or "dist-packages" in p)}
+    read_only = sorted(prefixes | {p for p in paths if not inside(p)} | {str(course_utils)})
+    must_not_see = [Path(course_root).resolve(), SOLUTIONS, REPO / ".git", Path.home() / ".ssh"]
+    return dict(read_only=read_only, must_not_see=[str(p) for p in must_not_see], memory_mb=limits.memory_mb,
                 nproc=limits.nproc, fsize_mb=limits.fsize_mb,
                 cpu_s=(limits.notebook_timeout + HARD_LIMIT_GRACE_S) * (os.cpu_count() or 1))
 
 
 def _execute_class():
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
+    from nbclient.util import run_sync
     from nbformat.v4 import new_output
-    from traitlets import Integer
+    from traitlets import Bool, Integer
     from nbgrader.preprocessors import Execute
 
     def error(ename, evalue):
         return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
-    class SandboxedExecute(Execute):
-        """nbgrader's Execute with a sandboxed kernel, a notebook budget, capped output and dead-kernel recovery."""
+    class GradingExecute(Execute):
+        """nbgrader's Execute with the runtime integrity check of integrity.py around every test cell.
+
+        Before the first cell, a silent request records what the tests rely on; after each graded
+        test cell the same request is compared with it. A change appends an IntegrityError to that
+        test cell (it scores zero: its verdict came from patched checks) and is reported as a flag.
+        """
+        integrity_check = Bool(True, help="check what the tests rely on after every test cell").tag(config=True)
+        check_timeout = Integer(30, help="seconds to wait for the integrity check's answer").tag(config=True)
+
+        def preprocess(self, nb, resources=None, km=None):
+            self._watch = integrity.Watch(_lesson_notebook(self.config, resources, "source"))
+            self._integrity_off = not self.integrity_check
+            self._reported = set()
+            return super().preprocess(nb, resources, km)
+
+        def _ask(self, mode):
+            nonce, expression = self._watch.request(mode)
+            msg_id = self.kc.execute("", silent=True, store_history=False, user_expressions={"check": expression},
+                                     allow_stdin=False, stop_on_error=False)
+            deadline = time.monotonic() + self.check_timeout
+            while time.monotonic() < deadline:
+                try:
+                    msg = run_sync(self.kc.shell_channel.get_msg)(timeout=max(0.1, deadline - time.monotonic()))
+                except Exception:  # noqa: BLE001: queue.Empty, or the channel closed with the kernel
+                    break
+                if msg["parent_header"].get("msg_id") == msg_id:
+                    return self._watch.parse(nonce, msg)
+            raise ValueError(f"no answer within {self.check_timeout} s")
+
+        def preprocess_cell(self, cell, resources, index):
+            if cell.cell_type == "code" and not self._integrity_off and self._watch.baseline is None:
+                try:
+                    self._watch.baseline = self._ask("baseline")
+                except Exception as e:  # noqa: BLE001: the grader's problem, never the student's score
+                    self._integrity_off = True
+                    _event(f"integrity: the check could not start, so it was skipped: {e}")
+            cell, resources = super().preprocess_cell(cell, resources, index)
+            if _is_test(cell) and not self._integrity_off and self._watch.baseline is not None:
+                try:
+                    changes = self._watch.changes(self._ask("check"))
+                except Exception as e:  # noqa: BLE001: a kernel that fakes or withholds the answer
+                    changes = [f"the integrity check got no genuine answer ({e})"]
+                if changes:
+                    cell.outputs.append(error("IntegrityError", "the grader's integrity check failed after this "
+                                              f"test cell, so it earns nothing: {'; '.join(changes)[:600]}"))
+                    for change in changes:
+                        if change not in self._reported:
+                            self._reported.add(change)
+                            _event(f"integrity: {change} (first seen after test cell {_grade_id(cell)})")
+            return cell, resources
+
+    class SandboxedExecute(GradingExecute):
+        """GradingExecute with a sandboxed kernel, a notebook budget, capped output and dead-kernel recovery."""
         notebook_timeout = Integer(300, help="seconds of execution for the whole notebook").tag(config=True)
         max_output_bytes = Integer(512 * 1024, help="output kept per cell (the rest is dropped)").tag(config=True)
 
@@ -121,6 +182,10 @@ def _execute_class():
             self._dead = None
             self._output_bytes = {}
             return super().preprocess(nb, resources, km)
+
+        def start_new_kernel(self, **kwargs):
+            super().start_new_kernel(**kwargs)
+            _record_kernel(self.km)
 
         def preprocess_cell(self, cell, resources, index):
             if cell.cell_type != "code":
@@ -165,7 +230,29 @@ def _execute_class():
                     return None
             return super().output(outs, msg, display_id, cell_index)
 
-    return SandboxedExecute
+    return GradingExecute, SandboxedExecute
+
+
+def _is_test(cell):
+    m = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.cell_type == "code" and bool(m.get("grade")) and not m.get("solution")
+
+
+def _grade_id(cell):
+    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
+
+
+def _lesson_notebook(config, resources, step):
+    """The lesson's source (or release) notebook of the submission being graded, or None."""
+    from nbgrader.coursedir import CourseDirectory
+    try:
+        info = resources["nbgrader"]
+        coursedir = CourseDirectory(config=config)
+        folder = coursedir.source_directory if step == "source" else coursedir.release_directory
+        path = Path(coursedir.format_path(folder, ".", info["assignment"]), f"{info['notebook']}.ipynb")
+        return nbformat.read(str(path), as_version=4)
+    except (KeyError, TypeError, OSError, ValueError):
+        return None
 
 
 def _event(text):
@@ -175,7 +262,80 @@ def _event(text):
             f.write(text + "\n")
 
 
-SandboxedExecute = _execute_class()
+def _record_kernel(km):
+    """Note the kernel's process id beside the events, so that the parent can stop it on Ctrl-C."""
+    path = os.environ.get("AUTOGRADER_EVENTS")
+    pid = getattr(getattr(km, "provisioner", None), "pid", None)
+    if path and pid:
+        with open(Path(path).with_name("kernels.txt"), "a") as f:
+            f.write(f"{pid}\n")
+
+
+GradingExecute, SandboxedExecute = _execute_class()
+
+
+def _outcome_class():
+    from nbgrader.preprocessors import NbGraderPreprocessor
+    from traitlets import Integer
+
+    class TestCellOutcome(NbGraderPreprocessor):
+        """Reduce every graded test cell's outputs to its outcome: nothing when it passed, its error when not.
+
+        nbgrader scores a test cell from its outputs: an error or any stderr text scores zero, and a
+        display result (execute_result) is read as partial credit, full marks when it is not a
+        number. Student code runs inside test cells, so it can print to stderr (a warning, a log
+        line) and lose a correct answer its points, or display a result and win the points of a
+        failed test. The course's rule is pass/fail: a test cell earns its points if and only if it
+        raised no error. After this preprocessor nbgrader's own SaveAutoGrades applies exactly that
+        rule, and feedback cannot show what student code printed during the hidden tests. What was
+        removed is kept, bounded, in the cell's metadata (autograder.removed_outputs) for the
+        instructor.
+        """
+        max_message = Integer(1000, help="characters of an error message kept").tag(config=True)
+        max_removed = Integer(2000, help="characters of removed output kept in the metadata").tag(config=True)
+
+        def preprocess_cell(self, cell, resources, index):
+            if not _is_test(cell):
+                return cell, resources
+            errors = [o for o in cell.outputs if o.output_type == "error"]
+            removed = [o for o in cell.outputs if o.output_type != "error"]
+            for o in errors:
+                o.ename = _bounded(str(o.get("ename", "")), 100)
+                o.evalue = _bounded(str(o.get("evalue", "")), self.max_message)
+            cell.outputs = errors[:1] + [o for o in errors[1:] if o.ename == "IntegrityError"]
+            if removed:
+                text = "".join(o.get("text", "") if o.output_type == "stream" else
+                               f"[{o.output_type}: {', '.join(o.get('data', {}))}]\n" for o in removed)
+                cell.metadata.setdefault("autograder", {})["removed_outputs"] = _bounded(text, self.max_removed)
+            return cell, resources
+
+    return TestCellOutcome
+
+
+def _bounded(text, limit):
+    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
+
+
+TestCellOutcome = _outcome_class()
+
+
+def _restore_class():
+    from nbgrader.preprocessors import NbGraderPreprocessor
+
+    class RestoreCellMetadata(NbGraderPreprocessor):
+        """restore.py before nbgrader's OverwriteCells: every cell gets its released nbgrader metadata back."""
+
+        def preprocess(self, nb, resources):
+            released = _lesson_notebook(self.config, resources, "release") or \
+                _lesson_notebook(self.config, resources, "source")
+            for change in restore(nb, released) if released is not None else []:
+                self.log.warning("tampered: %s", change)
+            return nb, resources
+
+    return RestoreCellMetadata
+
+
+RestoreCellMetadata = _restore_class()
 
 
 def _deduplicate_class():
@@ -297,7 +457,12 @@ def check_submission(course_root, lesson, student):
     source = nbformat.read(str(Path(course_root, "source", lesson, f"{lesson}.ipynb")), as_version=4)
     release_path = Path(course_root, "release", lesson, f"{lesson}.ipynb")
     release = nbformat.read(str(release_path), as_version=4) if release_path.exists() else None
-    return flag_submission(submitted, source, release)
+    flags = flag_submission(submitted, source, release)
+    restored = nbformat.from_dict(json.loads(json.dumps(submitted)))
+    tampered = restore(restored, release or source)  # what RestoreCellMetadata will do in the worker
+    present = {_grade_id(c) for c in restored.cells}
+    flags = [f for f in flags if not any(f"test cell {gid} was deleted" in f for gid in present if gid)]
+    return flags + [f"tamper: {change}" for change in tampered]
 
 
 class _Running:
@@ -323,11 +488,24 @@ class _Running:
                                      start_new_session=True)
 
     def kill(self):
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+        """Stop the worker and its kernels (each in its own process group): nothing of this job runs on."""
+        kernels = self.work / "kernels.txt"
+        groups = [self.proc.pid] + ([int(p) for p in kernels.read_text().split()] if kernels.exists() else [])
+        for pgid in groups:
+            try:
+                os.killpg(pgid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
         self.proc.wait()
+
+    def abandon(self, course_root):
+        """Forget an interrupted job: no half-written autograded copy or report is left to be mistaken for a grade."""
+        self.kill()
+        self.log.close()
+        r = self.result
+        for path in (Path(course_root, "autograded", r.student, r.lesson), self.work):
+            shutil.rmtree(path, ignore_errors=True)
+        Path(course_root, "reports", r.lesson, f"{r.student}.json").unlink(missing_ok=True)
 
     def finish(self, course_root, timed_out):
         self.log.close()
@@ -349,17 +527,50 @@ class _Running:
             r.score, r.max_score = record_failure(course_root, r.lesson, r.student)
             r.flags.append(f"grading: {r.error.strip().splitlines()[-1] if r.error.strip() else r.status}")
         r.flags += [f"runtime: {e} (later cells not run)" for e in r.events if e.startswith(RUNTIME_FLAGS)]
+        r.flags += [e for e in r.events if e.startswith("integrity:")]
         if r.status == "graded":
             shutil.rmtree(self.work, ignore_errors=True)
         return r
 
 
-def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log=print):
-    """Autograde every submission in course_root/submitted (or those named); return [Result]."""
+class GradingInterrupted(Exception):
+    """grade() was stopped by SIGINT or SIGTERM; what finished is merged, `not_graded` lists the rest."""
+
+    def __init__(self, signal_name, results, not_graded):
+        self.signal_name, self.results, self.not_graded = signal_name, results, not_graded
+        super().__init__(f"{signal_name}: {len(results)} submission(s) graded, {len(not_graded)} not graded: "
+                         + ", ".join(f"{lesson} {student}" for lesson, student in not_graded))
+
+
+def submission_digest(course_root, lesson, student):
+    """sha256 of the submitted notebook (empty when absent): a report for the same digest means already graded."""
+    path = Path(course_root, "submitted", student, lesson, f"{lesson}.ipynb")
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else ""
+
+
+def already_graded(course_root, lesson, student):
+    report = Path(course_root, "reports", lesson, f"{student}.json")
+    try:
+        return json.loads(report.read_text()).get("submission") == submission_digest(course_root, lesson, student)
+    except (OSError, ValueError):
+        return False
+
+
+def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log=print, force=False):
+    """Autograde every submission in course_root/submitted (or those named); return [Result].
+
+    A submission already graded (its report names the same notebook digest) is skipped unless
+    `force`. SIGINT or SIGTERM stops the workers and their kernels, keeps every grade that
+    finished, and raises GradingInterrupted naming what was not graded: run again to resume.
+    """
     course_root = Path(course_root).resolve()
     if not Path(course_root, "gradebook.db").exists():
         raise FileNotFoundError(f"no gradebook in {course_root}: run `python -m autograder release` first")
     todo = submissions(course_root, lessons, students)
+    done = [] if force else [(lesson, student) for lesson, student in todo if already_graded(course_root, lesson, student)]
+    todo = [t for t in todo if t not in done]
+    if done:
+        log(f"skipping {len(done)} submission(s) already graded (--force regrades them)")
     if not todo:
         log(f"nothing to grade in {course_root / 'submitted'}")
         return []
@@ -368,32 +579,58 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
         log(f"WARNING: {w}")
     log(f"sandbox: {sandbox.attempt_name(settings)}; grading {len(todo)} submission(s) with {jobs} job(s)")
     threads = max(1, len(os.sched_getaffinity(0)) // max(1, jobs))  # torch threads per kernel
-    results, running, queue = [], [], list(todo)
-    while queue or running:
-        while queue and len(running) < max(1, jobs):
-            lesson, student = queue.pop(0)
-            try:
-                flags = check_submission(course_root, lesson, student)
-            except ValueError as e:
-                r = Result(lesson, student, status="invalid", error=str(e), flags=[f"invalid: {e}"])
-                r.score, r.max_score = record_failure(course_root, lesson, student)
-                results.append(_done(course_root, r, log))
-                continue
-            job = _Running(course_root, lesson, student, limits, settings, threads)
-            job.result.flags = flags
-            running.append(job)
-        time.sleep(0.2)
-        for job in list(running):
-            timed_out = time.monotonic() > job.deadline
-            if timed_out:
-                job.kill()
-            if job.proc.poll() is not None:
-                running.remove(job)
-                results.append(_done(course_root, job.finish(course_root, timed_out), log))
+    results, running, queue, stop = [], [], list(todo), []
+
+    def on_signal(signum, frame):
+        if not stop:
+            log(f"{signal.Signals(signum).name}: stopping the workers and their kernels ...")
+        stop.append(signal.Signals(signum).name)
+
+    handlers = {}
+    if threading.current_thread() is threading.main_thread():
+        handlers = {s: signal.signal(s, on_signal) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        while (queue or running) and not stop:
+            while queue and len(running) < max(1, jobs) and not stop:
+                lesson, student = queue.pop(0)
+                try:
+                    flags = check_submission(course_root, lesson, student)
+                except ValueError as e:
+                    r = Result(lesson, student, status="invalid", error=str(e), flags=[f"invalid: {e}"])
+                    r.score, r.max_score = record_failure(course_root, lesson, student)
+                    results.append(_done(course_root, r, log))
+                    continue
+                job = _Running(course_root, lesson, student, limits, settings, threads)
+                job.result.flags = flags
+                running.append(job)
+            time.sleep(0.2)
+            for job in list(running):
+                timed_out = time.monotonic() > job.deadline
+                if timed_out:
+                    job.kill()
+                if job.proc.poll() is not None:
+                    running.remove(job)
+                    results.append(_done(course_root, job.finish(course_root, timed_out), log))
+        if stop:
+            not_graded = []
+            for job in running:
+                if job.proc.poll() is not None and (job.work / "result.json").exists():  # finished meanwhile
+                    results.append(_done(course_root, job.finish(course_root, False), log))
+                else:
+                    job.abandon(course_root)
+                    not_graded.append((job.result.lesson, job.result.student))
+            not_graded += queue
+            interrupted = GradingInterrupted(stop[0], results, not_graded)
+            log(f"{interrupted}\nrun the same command again to grade the rest (finished grades are kept)")
+            raise interrupted
+    finally:
+        for s, handler in handlers.items():
+            signal.signal(s, handler)
     return results
 
 
 def _done(course_root, result, log):
+    result.submission = submission_digest(course_root, result.lesson, result.student)
     save_flags(course_root, result)
     note = f" [{len(result.flags)} flag(s)]" if result.flags else ""
     log(f"{result.lesson} {result.student}: {result.status} {result.score:g}/{result.max_score:g} "

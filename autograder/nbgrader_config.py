@@ -21,19 +21,29 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 c.Execute.timeout = 120
 c.Execute.interrupt_on_timeout = True
 
-# nbgrader gives a test cell zero points if it writes anything to stderr. A
-# harmless warning (a deprecation inside torch, say) must not cost a correct
-# answer its points, so the grading kernel prints warnings to stdout instead.
-# Real errors still fail the cell: they are error outputs, not stderr text.
-_WARNINGS_TO_STDOUT = (
-    "import sys as _s, warnings as _w; "
-    "_w.showwarning = lambda m, c, f, l, file=None, line=None: "
-    "_s.stdout.write(_w.formatwarning(m, c, f, l, line))"
-)
-c.Execute.extra_arguments = [
-    "--HistoryManager.hist_file=:memory:",
-    f"--InteractiveShellApp.exec_lines={_WARNINGS_TO_STDOUT}",
-]
+c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
+
+# Grading rules (autograder/grading.py), for `python -m autograder grade` and for
+# plain `nbgrader autograde` with this file alike:
+# - RestoreCellMetadata gives every cell the nbgrader metadata it was released
+#   with (autograder/restore.py): a renamed grade_id or an answer cell marked as
+#   graded no longer fails the whole notebook;
+# - GradingExecute runs the runtime integrity check (autograder/integrity.py)
+#   after every test cell; python -m autograder swaps in SandboxedExecute;
+# - TestCellOutcome makes the rule pass/fail: a test cell earns its points if and
+#   only if it raised no error. Whatever student code printed, warned, logged
+#   (stderr, fd 2) or displayed while a test ran neither costs nor earns points,
+#   and does not reach the feedback. (No warnings hook in the kernel is needed,
+#   so no global name a cell could shadow.)
+c.Autograde.sanitize_preprocessors = [
+    "nbgrader.preprocessors.ClearOutput", "autograder.grading.RestoreCellMetadata",
+    "autograder.grading.DeduplicateIds", "nbgrader.preprocessors.OverwriteKernelspec",
+    "nbgrader.preprocessors.OverwriteCells", "nbgrader.preprocessors.CheckCellMetadata"]
+c.Autograde.autograde_preprocessors = [
+    "autograder.grading.GradingExecute", "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor", "autograder.grading.TestCellOutcome",
+    "nbgrader.preprocessors.LimitOutput", "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.AssignLatePenalties", "nbgrader.preprocessors.CheckCellMetadata"]
 
 # Feedback never shows the hidden tests, whether it is made by `python -m
 # autograder feedback` or by plain `nbgrader generate_feedback` with this file:
@@ -50,3 +60,7 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
+# Feedback pages are safe to open: HTML, Markdown and SVG that student code
+# displayed (or wrote in a Markdown cell) go through nbconvert's sanitizer
+# (bleach), and no <script>, JavaScript output or widget state is written.
+c.HTMLExporter.sanitize_html = True

@@ -1,0 +1,288 @@
+"""Runtime integrity check: what the tests rely on is still what it was when the kernel started.
+
+Static flags (flags.py) read the student's code; they cannot keep up with obfuscation
+(`setattr(vars()["c" + "u"], ...)`, `exec`, `importlib`). This check looks at the result
+instead. The grader (GradingExecute in grading.py, never the notebook) sends the kernel, right
+after it starts and before any notebook cell, a silent request (no history, no output, its
+answer in the execute reply's `user_expressions`, which only the grader reads) that records
+a descriptor of every watched object: its id, its type, and for Python functions a digest
+of the code and defaults and the ids of the functions it calls through its module globals.
+After each graded test cell the grader sends the same request again and compares the
+answer with the first one, in its own process. Watched:
+
+- builtins the tests call (float, abs, isinstance, len, ...), and any of them the notebook
+  shadows with a callable of its own in the names test cells use;
+- numpy and torch comparison and reduction functions, numpy.testing and torch.testing,
+  torch.Tensor's comparison and conversion methods, the attention operators and modules the
+  tests use as references;
+- every function and class of course_utils (checks, plain_*, forbid, ...);
+- the names the source notebook imports (`cu`, `np`, `F`, ...): they must still be the modules;
+- IPython's execution path: run_cell, run_code, showtraceback, input and AST transformers,
+  the compiler, custom exception handlers, and trace/profile hooks (which could remove an
+  `assert` from a test cell or swallow its error).
+
+A hostile kernel runs in the same process as the check, so it can always fake an answer;
+the design makes that deliberate work rather than an accident of a patch: the check's code
+is sent fresh each time (nothing stored in the kernel to replace), with a random token per
+request that the answer must echo, and the grader compares against the values the kernel
+gave before any student code ran. Replacing the check's own means (exec, the shell's
+user_expressions) changes watched objects too.
+"""
+import ast
+import json
+import secrets
+
+BUILTINS = ("abs all any bool callable compile dict enumerate eval exec float getattr hasattr id int isinstance "
+            "issubclass iter len list max min next range repr round setattr sorted str sum tuple type zip "
+            "__import__ __build_class__ AssertionError Exception").split()
+WATCHED = [f"builtins.{name}" for name in BUILTINS] + [
+    f"math.{n}" for n in "isclose isfinite isnan fabs".split()] + [
+    f"numpy.{n}" for n in ("allclose isclose array_equal array_equiv all any abs absolute max min sum mean equal "
+                           "not_equal less greater isfinite isnan asarray array argmax argsort round ndarray "
+                           "linalg.norm testing.assert_allclose testing.assert_array_equal testing.assert_equal "
+                           "testing.assert_array_almost_equal testing.assert_almost_equal").split()] + [
+    f"torch.{n}" for n in ("allclose isclose equal all any abs max min sum mean eq ne lt gt le ge isfinite isnan "
+                           "argmax softmax log_softmax matmul bmm einsum tensor as_tensor is_tensor manual_seed "
+                           "testing.assert_close Tensor nn.functional.scaled_dot_product_attention "
+                           "nn.functional.softmax nn.functional.multi_head_attention_forward nn.functional.linear "
+                           "nn.Module.__call__ nn.Module._call_impl nn.Module.parameters nn.Module.state_dict "
+                           "nn.MultiheadAttention.forward nn.Linear.forward nn.Embedding.forward").split()] + [
+    f"torch.Tensor.{n}" for n in ("__eq__ __ne__ __lt__ __le__ __gt__ __ge__ __bool__ __float__ __int__ __index__ "
+                                  "__len__ __abs__ __sub__ __getitem__ __array__ item tolist float double detach "
+                                  "numpy allclose equal all any abs max min sum eq isfinite shape dtype size dim "
+                                  "__torch_function__").split()] + [
+    f"IPython.core.interactiveshell.InteractiveShell.{n}" for n in (
+        "run_cell run_cell_async run_ast_nodes run_code showtraceback user_expressions transform_cell "
+        "transform_ast").split()] + [
+    "ipykernel.zmqshell.ZMQInteractiveShell._showtraceback", "ipykernel.ipkernel.IPythonKernel.do_execute",
+    "ipykernel.kernelbase.Kernel.execute_request", "IPython.core.compilerop.CachingCompiler.__call__",
+    "IPython.core.compilerop.CachingCompiler.ast_parse"]
+IMPORTS = ["numpy", "numpy.testing", "numpy.linalg", "torch", "torch.testing", "torch.nn", "torch.nn.functional",
+           "math", "course_utils", "IPython.core.interactiveshell", "IPython.core.compilerop", "ipykernel.zmqshell",
+           "ipykernel.ipkernel"]
+WATCHED_PACKAGE = "course_utils"  # every function and class it defines is watched
+
+# Runs in the kernel, in a fresh namespace (nothing a cell can shadow); reads SPEC, NONCE, MODE; writes OUT.
+KERNEL_CODE = r'''
+import builtins, hashlib, importlib, json, marshal, sys, types
+
+spec = json.loads(SPEC)
+if MODE == "baseline":
+    for name in spec["imports"]:
+        try:
+            importlib.import_module(name)
+        except Exception:
+            pass
+    package = spec["package"]
+    for modname in sorted(m for m in list(sys.modules) if m == package or m.startswith(package + ".")):
+        module = sys.modules[modname]
+        for attr, value in sorted(vars(module).items()):
+            if not attr.startswith("__") and isinstance(value, (type, types.FunctionType)) \
+                    and (getattr(value, "__module__", None) or "").split(".")[0] == package:
+                spec["paths"].append(modname + "." + attr)
+
+
+def resolve(path):
+    parts = path.split(".")
+    for i in range(len(parts), 0, -1):
+        obj = sys.modules.get(".".join(parts[:i]))
+        if obj is not None:
+            break
+    else:
+        return None, "not imported"
+    for name in parts[i:]:
+        if isinstance(obj, type):
+            for klass in obj.__mro__:
+                if name in vars(klass):
+                    obj = vars(klass)[name]
+                    break
+            else:
+                return None, "missing"
+        elif isinstance(obj, types.ModuleType) and name in vars(obj):
+            obj = vars(obj)[name]
+        else:
+            return None, "missing"
+    return obj, None
+
+
+def plain(value):
+    return value if isinstance(value, (int, float, str, bool, type(None))) else "id%d" % id(value)
+
+
+def codes(code):
+    yield code
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            yield from codes(const)
+
+
+def describe(obj):
+    kind = type(obj)
+    d = {"id": id(obj), "type": kind.__module__ + "." + kind.__qualname__}
+    try:
+        d["name"] = "%s.%s" % (getattr(obj, "__module__", "?"), getattr(obj, "__qualname__", "?"))
+    except Exception:
+        d["name"] = "?"
+    f = obj.fget if isinstance(obj, property) else obj
+    f = f.__func__ if isinstance(f, (staticmethod, classmethod, types.MethodType)) else f
+    if isinstance(f, types.FunctionType):
+        digest = hashlib.sha256(marshal.dumps(f.__code__))
+        digest.update(repr([plain(v) for v in (f.__defaults__ or ())]).encode())
+        digest.update(repr(sorted((k, plain(v)) for k, v in (f.__kwdefaults__ or {}).items())).encode())
+        d["code"] = digest.hexdigest()[:20]
+        calls = {}
+        for code in codes(f.__code__):
+            for n in code.co_names:
+                v = f.__globals__.get(n)
+                if v is not None and (isinstance(v, (types.FunctionType, types.BuiltinFunctionType, type,
+                                                     types.ModuleType))):
+                    calls[n] = id(v)
+        for n, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
+            try:
+                if callable(cell.cell_contents):
+                    calls["closure:" + n] = id(cell.cell_contents)
+            except ValueError:
+                pass
+        d["calls"] = calls
+    return d
+
+
+objects = {}
+for path in spec["paths"]:
+    obj, missing = resolve(path)
+    objects[path] = {"missing": missing} if missing else describe(obj)
+
+ip = getattr(sys.modules.get("IPython"), "get_ipython", lambda: None)()
+shell = {}
+if ip is not None:
+    shell["overrides"] = sorted(n for n in spec["shell_methods"] if n in vars(ip))
+    shell["kernel_overrides"] = sorted(n for n in spec["kernel_methods"] if n in vars(getattr(ip, "kernel", None) or object()))
+    for n in ("input_transformers_cleanup", "input_transformers_post", "ast_transformers"):
+        shell[n] = [id(t) for t in getattr(ip, n, [])]
+    shell["compile"] = [id(ip.compile), type(ip.compile).__qualname__]  # flags: `from __future__` changes them
+    shell["input_transformer_manager"] = id(getattr(ip, "input_transformer_manager", None))
+    shell["custom_exceptions"] = repr(ip.custom_exceptions)
+    user_ns = ip.user_ns
+    names = {}
+    for name, path in spec["names"].items():
+        if name in user_ns:
+            obj, missing = resolve(path)
+            if not missing:
+                names[name] = user_ns[name] is obj
+    shell["names"] = names
+    shell["shadowed"] = sorted(n for n in spec["builtins"] if n in user_ns and callable(user_ns[n])
+                               and user_ns[n] is not vars(builtins).get(n))
+shell["trace"] = [sys.gettrace() is not None, sys.getprofile() is not None,
+                  getattr(sys.modules.get("threading"), "_trace_hook", None) is not None,
+                  getattr(sys.modules.get("threading"), "_profile_hook", None) is not None]
+OUT = json.dumps({"nonce": NONCE, "paths": spec["paths"], "objects": objects, "shell": shell})
+'''
+
+SHELL_METHODS = ("run_cell", "run_cell_async", "run_ast_nodes", "run_code", "showtraceback", "_showtraceback",
+                 "user_expressions", "transform_cell", "transform_ast", "ev", "ex", "compile")
+KERNEL_METHODS = ("do_execute", "execute_request", "send_response")
+
+
+class Watch:
+    """The grader's side: builds the requests and compares the kernel's answers with the first one."""
+
+    def __init__(self, source_nb=None):
+        self.names = imported_names(source_nb) if source_nb is not None else {}
+        self.builtins = sorted(builtins_used_by_tests(source_nb)) if source_nb is not None else []
+        self.baseline = None
+
+    def request(self, mode):
+        """(nonce, expression) to send as a user expression."""
+        nonce = secrets.token_hex(16)
+        paths = self.baseline["paths"] if self.baseline else list(WATCHED)
+        spec = dict(paths=paths, imports=IMPORTS, package=WATCHED_PACKAGE, names=self.names, builtins=self.builtins,
+                    shell_methods=SHELL_METHODS, kernel_methods=KERNEL_METHODS)
+        ns = dict(CODE=KERNEL_CODE, SPEC=json.dumps(spec), NONCE=nonce, MODE=mode)
+        return nonce, f"(lambda d: (exec(d['CODE'], d), d['OUT'])[1])({ns!r})"
+
+    def parse(self, nonce, reply):
+        """The kernel's answer as a dict; raises ValueError when the reply is not a genuine answer."""
+        content = (reply or {}).get("content", {})
+        value = content.get("user_expressions", {}).get("check", {})
+        if value.get("status") != "ok":
+            raise ValueError(f"the check failed in the kernel: {value.get('ename', '')}: {value.get('evalue', '')}"[:300]
+                             if value else "no answer from the kernel")
+        try:
+            answer = json.loads(ast.literal_eval(value["data"]["text/plain"]))
+        except (KeyError, ValueError, SyntaxError, TypeError) as e:
+            raise ValueError(f"an unreadable answer ({type(e).__name__})") from None
+        if answer.get("nonce") != nonce:
+            raise ValueError("an answer without this request's token (not produced by the grader's check)")
+        return answer
+
+    def changes(self, answer):
+        """What differs from the baseline, as short sentences naming the object."""
+        base, now = self.baseline, answer
+        found = []
+        for path in base["paths"]:
+            b, n = base["objects"].get(path, {}), now["objects"].get(path, {})
+            if "missing" in b:
+                continue
+            if "missing" in n:
+                found.append(f"{path} was deleted")
+            elif n.get("id") != b.get("id"):
+                found.append(f"{path} was replaced (now {n.get('type')} {n.get('name')})")
+            elif n.get("code") != b.get("code"):
+                found.append(f"{path} had its code or defaults changed")
+            else:
+                swapped = sorted(k for k, v in b.get("calls", {}).items() if n.get("calls", {}).get(k) != v)
+                if swapped:
+                    found.append(f"{path}: what it calls was replaced ({', '.join(swapped[:5])})")
+        bs, ns = base["shell"], now["shell"]
+        for key, what in [("overrides", "the IPython shell's methods were overridden"),
+                          ("kernel_overrides", "the kernel's methods were overridden"),
+                          ("input_transformers_cleanup", "an IPython input transformer was added or removed"),
+                          ("input_transformers_post", "an IPython input transformer was added or removed"),
+                          ("ast_transformers", "an IPython AST transformer was added or removed"),
+                          ("compile", "the IPython compiler was replaced"),
+                          ("input_transformer_manager", "the IPython input transformer manager was replaced"),
+                          ("custom_exceptions", "a custom exception handler was set (set_custom_exc)"),
+                          ("trace", "a trace or profile function was set (sys.settrace / setprofile)")]:
+            if bs.get(key) != ns.get(key):
+                found.append(what + (f": {', '.join(ns[key])}" if key.endswith("overrides") and ns.get(key) else ""))
+        found += [f"the notebook's name `{name}` no longer refers to {self.names[name]}"
+                  for name, same in sorted(ns.get("names", {}).items()) if not same]
+        found += [f"the notebook defines its own `{name}`, shadowing the built-in the tests call"
+                  for name in ns.get("shadowed", [])]
+        return list(dict.fromkeys(found))
+
+
+def imported_names(source_nb):
+    """{name: dotted path} bound by the imports of the source notebook's provided and test cells."""
+    names = {}
+    for cell in source_nb.cells:
+        if cell.cell_type != "code" or cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+            continue
+        tree = _parse(cell.source)
+        for node in ast.walk(tree) if tree else ():
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    names[a.asname or a.name.split(".")[0]] = a.name if a.asname else a.name.split(".")[0]
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                names.update({a.asname or a.name: f"{node.module}.{a.name}" for a in node.names if a.name != "*"})
+    return names
+
+
+def builtins_used_by_tests(source_nb):
+    """Built-in names the source notebook's test cells call or read."""
+    import builtins
+    used = set()
+    for cell in source_nb.cells:
+        meta = cell.get("metadata", {}).get("nbgrader", {})
+        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
+            tree = _parse(cell.source)
+            used |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and hasattr(builtins, n.id)} if tree else set()
+    return used
+
+
+def _parse(code):
+    code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines())
+    try:
+        return ast.parse(code)
+    except SyntaxError:
+        return None
