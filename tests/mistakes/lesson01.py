@@ -28,6 +28,50 @@ ALTERNATIVES = {
         def sequence_loss(logits, targets):
             return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD)
     """),
+    "loss with boolean indexing": ("test_sequence_loss", """
+        def sequence_loss(logits, targets):
+            keep = targets != PAD
+            return F.cross_entropy(logits[keep], targets[keep])
+    """),
+    "encoder with torch.gather": ("test_encoder", """
+        class Encoder(Encoder):
+            def forward(self, src, src_lengths):
+                out, _ = self.rnn(self.embedding(src))
+                index = (src_lengths - 1).view(-1, 1, 1).expand(-1, 1, out.shape[-1])
+                return out, out.gather(1, index)[:, 0]
+    """),
+    "greedy decoding row by row": ("test_greedy_decode", """
+        @torch.no_grad()
+        def greedy_decode(model, src, src_lengths, max_len):
+            rows = []
+            for r in range(src.shape[0]):
+                _, context = model.encoder(src[r:r + 1], src_lengths[r:r + 1])
+                hidden, token, row = context, torch.tensor([BOS]), []
+                for _ in range(max_len):
+                    logits, hidden = model.decoder.step(token, hidden, context)
+                    token = logits.argmax(-1)
+                    row.append(int(token))
+                    if row[-1] == EOS:
+                        break
+                rows.append(row)
+            width = max(len(row) for row in rows)
+            return torch.tensor([row + [PAD] * (width - len(row)) for row in rows], dtype=torch.long)
+    """),
+    "greedy decoding that asks the model for its device": ("test_greedy_decode", """
+        @torch.no_grad()
+        def greedy_decode(model, src, src_lengths, max_len):
+            device = next(model.parameters()).device
+            _, context = model.encoder(src.to(device), src_lengths.to(device))
+            hidden, token = context, torch.full((src.shape[0],), BOS, device=device)
+            done = torch.zeros(src.shape[0], dtype=torch.bool, device=device)
+            out = []
+            while len(out) < max_len and not done.all():
+                logits, hidden = model.decoder.step(token, hidden, context)
+                token = logits.argmax(-1)
+                out.append(token.masked_fill(done, PAD))
+                done = done | (token == EOS)
+            return torch.stack(out, 1)
+    """),
 }
 
 
@@ -103,5 +147,64 @@ MISTAKES = {
                 token = logits.argmax(-1)
                 out.append(token)
             return torch.stack(out, 1)
+    """),
+    "teacher forcing with the context taken at the padded end": ("test_seq2seq_forward", """
+        class Seq2Seq(Seq2Seq):
+            def forward(self, src, src_lengths, tgt_in):
+                outputs, _ = self.encoder(src, src_lengths)
+                context = outputs[:, -1]
+                x = torch.cat([self.decoder.embedding(tgt_in),
+                               context.unsqueeze(1).expand(-1, tgt_in.shape[1], -1)], -1)
+                out, _ = self.decoder.rnn(x, context.unsqueeze(0).contiguous())
+                return self.decoder.out(out)
+    """),
+    "greedy decoding that feeds <bos> at every step": ("test_greedy_decode", """
+        @torch.no_grad()
+        def greedy_decode(model, src, src_lengths, max_len):
+            _, context = model.encoder(src, src_lengths)
+            hidden, bos = context, torch.full((src.shape[0],), BOS)
+            done, out = torch.zeros(src.shape[0], dtype=torch.bool), []
+            for _ in range(max_len):
+                logits, hidden = model.decoder.step(bos, hidden, context)
+                token = logits.argmax(-1)
+                out.append(token.masked_fill(done, PAD))
+                done |= token == EOS
+                if done.all():
+                    break
+            return torch.stack(out, 1)
+    """),
+    "greedy decoding that restarts from the context at every step": ("test_greedy_decode", """
+        @torch.no_grad()
+        def greedy_decode(model, src, src_lengths, max_len):
+            _, context = model.encoder(src, src_lengths)
+            token = torch.full((src.shape[0],), BOS)
+            done, out = torch.zeros(src.shape[0], dtype=torch.bool), []
+            for _ in range(max_len):
+                logits, _ = model.decoder.step(token, context, context)
+                token = logits.argmax(-1)
+                out.append(token.masked_fill(done, PAD))
+                done |= token == EOS
+                if done.all():
+                    break
+            return torch.stack(out, 1)
+    """),
+    "greedy decoding that returns float ids": ("test_greedy_decode", """
+        _solution_greedy = greedy_decode
+        def greedy_decode(model, src, src_lengths, max_len):
+            return _solution_greedy(model, src, src_lengths, max_len).float()
+    """),
+    "encoder whose outputs are a tensor subclass that always compares equal": ("test_encoder", """
+        class _Liar(torch.Tensor):
+            def __eq__(self, other): return True
+            def __sub__(self, other): return torch.zeros(self.shape)
+        class Encoder(Encoder):
+            def forward(self, src, src_lengths):
+                out, h = self.rnn(self.embedding(src))
+                return out.as_subclass(_Liar), h[0].as_subclass(_Liar)
+    """),
+    "loss returned as a Python float": ("test_sequence_loss", """
+        _solution_loss = sequence_loss
+        def sequence_loss(logits, targets):
+            return float(_solution_loss(logits, targets))
     """),
 }

@@ -125,4 +125,97 @@ MISTAKES = {
             def forward(self, query, keys):
                 return query @ keys[..., :query.shape[-1]].transpose(1, 2)
     """),
+    "attend that calls the score with its arguments swapped": ("test_attend", """
+        def attend(query, encoder_states, mask, score):
+            weights = attention_weights(score(encoder_states, query).transpose(1, 2), mask)
+            return weights @ encoder_states, weights
+    """),
+    "attention weights in float64": ("test_attention_weights", """
+        _solution_weights = attention_weights
+        def attention_weights(scores, mask=None):
+            return _solution_weights(scores, mask).double()
+    """),
+    "attention weights that mask only the last key of padded rows": ("test_attention_weights", """
+        def attention_weights(scores, mask=None):
+            if mask is None:
+                return torch.softmax(scores, dim=-1)
+            m = mask.expand_as(scores).clone()
+            m[..., :-1] = True
+            m = m | mask.expand_as(scores)
+            w = torch.softmax(scores.masked_fill(~m, float("-inf")), dim=-1)
+            return torch.nan_to_num(w)
+    """),
+    "additive score with W and U swapped": ("test_additive_score", """
+        class AdditiveScore(AdditiveScore):
+            def forward(self, query, keys):
+                if query.shape[-1] != keys.shape[-1]:
+                    hidden = torch.tanh(self.W(query).unsqueeze(2) + self.U(keys).unsqueeze(1))
+                else:
+                    hidden = torch.tanh(self.U(query).unsqueeze(2) + self.W(keys).unsqueeze(1))
+                return self.v(hidden).squeeze(-1)
+    """),
+    "dot score as keys . queries transposed (only right when Lq == Lk)": ("test_dot_score", """
+        def dot_score(query, keys):
+            if query.shape[1] == keys.shape[1]:
+                return keys @ query.transpose(1, 2)
+            return query @ keys.transpose(1, 2)
+    """),
+}
+
+ALTERNATIVES = {
+    "attention weights with torch.where and nan_to_num": ("test_attention_weights", """
+        def attention_weights(scores, mask=None):
+            if mask is None:
+                return scores.softmax(-1)
+            filled = torch.where(mask, scores, torch.tensor(float("-inf")))
+            return torch.nan_to_num(filled.softmax(-1), nan=0.0)
+    """),
+    "attention weights by hand with exp and a max shift": ("test_attention_weights", """
+        def attention_weights(scores, mask=None):
+            if mask is None:
+                mask = torch.ones_like(scores, dtype=torch.bool)
+            mask = mask.expand_as(scores)
+            shifted = scores - scores.masked_fill(~mask, float("-inf")).amax(-1, keepdim=True).nan_to_num(0.0)
+            e = torch.exp(shifted) * mask
+            total = e.sum(-1, keepdim=True)
+            return torch.where(total > 0, e / total.clamp_min(1e-30), torch.zeros_like(e))
+    """),
+    "attend with einsum, never calling attention_weights": ("test_attend", """
+        def attend(query, encoder_states, mask, score):
+            s = score(query, encoder_states)
+            if mask is not None:
+                s = s.masked_fill(~mask, float("-inf"))
+            w = torch.nan_to_num(torch.softmax(s, -1))
+            return torch.einsum("bij,bjd->bid", w, encoder_states), w
+    """),
+    "charged once: a wrong attention_weights does not fail the attend test": ("test_attend", """
+        def attention_weights(scores, mask=None):
+            return torch.softmax(scores, dim=1)
+    """),
+    "charged once: a wrong attend and score do not fail the decoder test": ("test_bahdanau_decoder", """
+        def attend(query, encoder_states, mask, score):
+            return encoder_states.mean(1, keepdim=True), None
+        class AdditiveScore(AdditiveScore):
+            def forward(self, query, keys):
+                return self.W(query).sum(-1, keepdim=True).expand(-1, -1, keys.shape[1])
+    """),
+    "Bahdanau step that computes the attention inline": ("test_bahdanau_decoder", """
+        class BahdanauDecoder(BahdanauDecoder):
+            def step(self, token, hidden, encoder_states, mask):
+                e = self.score(hidden.unsqueeze(1), encoder_states)[:, 0]
+                w = torch.softmax(e.masked_fill(~mask, float("-inf")), -1)
+                context = torch.bmm(w.unsqueeze(1), encoder_states)[:, 0]
+                embedded = self.embedding(token)
+                hidden = self.rnn(torch.cat([embedded, context], -1), hidden)
+                return self.out(torch.cat([hidden, context, embedded], -1)), hidden, w
+    """),
+    "dot score with einsum": ("test_dot_score", """
+        def dot_score(query, keys):
+            return torch.einsum("bqd,bkd->bqk", query, keys)
+    """),
+    "general score with the weight matrix by hand": ("test_general_score", """
+        class GeneralScore(GeneralScore):
+            def forward(self, query, keys):
+                return torch.einsum("bqd,de,bke->bqk", query, self.W.weight, keys)
+    """),
 }

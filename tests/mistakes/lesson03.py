@@ -31,26 +31,56 @@ MISTAKES = {
             e = np.exp(x - np.max(x, axis=axis, keepdims=True))
             return e / e.sum()
     """),
-    # numpy attention
-    "numpy attention without the scale": ("test_attention_np", """
-        def scaled_dot_product_attention_np(Q, K, V):
-            w = softmax(Q @ np.swapaxes(K, -1, -2), axis=-1)
+    "softmax that subtracts the mean instead of the maximum": ("test_softmax", """
+        def softmax(x, axis=-1):
+            x = np.asarray(x, dtype=float)
+            e = np.exp(x - x.mean(axis=axis, keepdims=True))
+            return e / e.sum(axis=axis, keepdims=True)
+    """),
+    "softmax returning float32": ("test_softmax", """
+        def softmax(x, axis=-1):
+            x = np.asarray(x, dtype=float)
+            e = np.exp(x - x.max(axis=axis, keepdims=True))
+            return (e / e.sum(axis=axis, keepdims=True)).astype(np.float32)
+    """),
+    # one row of attention, by hand and in numpy
+    "attention row without the scale": ("test_attention_np", """
+        def attention_row(q, K, V):
+            w = softmax(K @ q)
             return w @ V, w
     """),
-    "numpy attention divided by d_k": ("test_attention_np", """
-        def scaled_dot_product_attention_np(Q, K, V):
-            w = softmax(Q @ np.swapaxes(K, -1, -2) / Q.shape[-1], axis=-1)
+    "attention row divided by d_k": ("test_attention_np", """
+        def attention_row(q, K, V):
+            w = softmax(K @ q / q.shape[-1])
             return w @ V, w
     """),
-    "numpy attention with the softmax over the queries": ("test_attention_np", """
-        def scaled_dot_product_attention_np(Q, K, V):
-            w = softmax(Q @ np.swapaxes(K, -1, -2) / np.sqrt(Q.shape[-1]), axis=-2)
-            return w @ V, w
+    "attention row that averages the values": ("test_attention_np", """
+        def attention_row(q, K, V):
+            w = softmax(K @ q / np.sqrt(q.shape[-1]))
+            return V.mean(0), w
     """),
-    "numpy attention with K.T on batches": ("test_attention_np", """
-        def scaled_dot_product_attention_np(Q, K, V):
-            w = softmax(Q @ K.T / np.sqrt(Q.shape[-1]), axis=-1)
-            return w @ V, w
+    "attention row through PyTorch's operator": ("test_attention_np", """
+        def attention_row(q, K, V):
+            t = lambda a: torch.as_tensor(a, dtype=torch.float64)
+            out = F.scaled_dot_product_attention(t(q)[None], t(K), t(V))[0].numpy()
+            return out, softmax(K @ q / np.sqrt(q.shape[-1]))
+    """),
+    "hand-computed weights without the scale": ("test_attention_np", """
+        scores_by_hand = [2.0, 0.0, 2.0]
+        weights_by_hand = [0.47, 0.06, 0.47]
+        output_by_hand = [7.04, 2.94]
+    """),
+    "hand-computed output that forgets the third value": ("test_attention_np", """
+        output_by_hand = [4.22, 1.55]
+    """),
+    "hand-computed numbers given as a lying float subclass": ("test_attention_np", """
+        class _Liar(float):
+            def __sub__(self, other): return 0.0
+            def __rsub__(self, other): return 0.0
+            def __eq__(self, other): return True
+        scores_by_hand = [_Liar(0)] * 3
+        weights_by_hand = [_Liar(0)] * 3
+        output_by_hand = [_Liar(0)] * 2
     """),
     # torch attention
     "torch attention without the scale": ("test_attention_torch", """
@@ -144,5 +174,126 @@ MISTAKES = {
         def permutation_gap(fn, x, perm):
             with torch.no_grad():
                 return (fn(x[:, perm]) - fn(x)[:, perm]).abs().max()
+    """),
+    "permutation_gap with the signed maximum": ("test_permutation_gap", """
+        def permutation_gap(fn, x, perm):
+            with torch.no_grad():
+                return (fn(x[:, perm]) - fn(x)[:, perm]).max().item()
+    """),
+    "permutation_gap with the mean absolute gap": ("test_permutation_gap", """
+        def permutation_gap(fn, x, perm):
+            with torch.no_grad():
+                return (fn(x[:, perm]) - fn(x)[:, perm]).abs().mean().item()
+    """),
+    "permutation_gap returning a lying float subclass": ("test_permutation_gap", """
+        class _Liar(float):
+            def __lt__(self, other): return True
+            def __gt__(self, other): return True
+        def permutation_gap(fn, x, perm):
+            with torch.no_grad():
+                return _Liar((fn(x[:, perm]) - fn(x)[:, perm]).abs().max().item())
+    """),
+    # building it: PyTorch's operator is unavailable in the hidden tests
+    "torch attention through F.scaled_dot_product_attention": ("test_attention_torch", """
+        def scaled_dot_product_attention(q, k, v, mask=None):
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if mask is not None:
+                s = s.masked_fill(~mask, float("-inf"))
+            return out, torch.softmax(s, dim=-1)
+    """),
+    "torch attention that ignores the mask of padded keys (only the last key)": ("test_attention_torch", """
+        def scaled_dot_product_attention(q, k, v, mask=None):
+            s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if mask is not None:
+                s[..., -1:] = s[..., -1:].masked_fill(~mask[..., -1:], float("-inf"))
+            w = torch.softmax(s, dim=-1)
+            return w @ v, w
+    """),
+    "torch attention in float64 whatever the input": ("test_attention_torch", """
+        def scaled_dot_product_attention(q, k, v, mask=None):
+            q, k, v = q.double(), k.double(), v.double()
+            s = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if mask is not None:
+                s = s.masked_fill(~mask, float("-inf"))
+            w = torch.softmax(s, dim=-1)
+            return w @ v, w
+    """),
+    "SelfAttention through F.scaled_dot_product_attention": ("test_self_attention", """
+        class SelfAttention(SelfAttention):
+            def forward(self, x, mask=None):
+                q, k, v = self.W_Q(x), self.W_K(x), self.W_V(x)
+                w = torch.softmax((q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(
+                    ~mask if mask is not None else torch.zeros((), dtype=torch.bool), float("-inf")), -1)
+                return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), w
+    """),
+    "SelfAttention with values from W_K": ("test_self_attention", """
+        class SelfAttention(SelfAttention):
+            def forward(self, x, mask=None):
+                return scaled_dot_product_attention(self.W_Q(x), self.W_K(x), self.W_K(x)[..., :self.W_V.out_features], mask)
+    """),
+}
+
+
+ALTERNATIVES = {
+    "softmax with scipy-style logsumexp": ("test_softmax", """
+        def softmax(x, axis=-1):
+            x = np.asarray(x, dtype=np.float64)
+            m = np.max(x, axis=axis, keepdims=True)
+            return np.exp(x - m - np.log(np.sum(np.exp(x - m), axis=axis, keepdims=True)))
+    """),
+    "attention row with an explicit loop over the keys": ("test_attention_np", """
+        def attention_row(q, K, V):
+            scores = np.array([sum(qi * ki for qi, ki in zip(q, k)) for k in K]) / np.sqrt(len(q))
+            weights = softmax(scores)
+            output = np.zeros(V.shape[1])
+            for w, v in zip(weights, V):
+                output = output + w * v
+            return output, weights
+    """),
+    "hand-computed numbers rounded to one decimal and as numpy floats": ("test_attention_np", """
+        scores_by_hand = [np.float64(1), 0, 1]
+        weights_by_hand = [0.42, 0.155, 0.422]
+        output_by_hand = [6.33, 3.66]
+    """),
+    "torch attention with torch.where and einsum": ("test_attention_torch", """
+        def scaled_dot_product_attention(q, k, v, mask=None):
+            s = torch.einsum("...qd,...kd->...qk", q, k) * q.shape[-1] ** -0.5
+            if mask is not None:
+                s = torch.where(mask, s, torch.tensor(float("-inf"), dtype=s.dtype))
+            w = s.softmax(-1)
+            return torch.einsum("...qk,...kv->...qv", w, v), w
+    """),
+    "torch attention with a max shift and exp by hand": ("test_attention_torch", """
+        def scaled_dot_product_attention(q, k, v, mask=None):
+            s = torch.matmul(q, k.transpose(-1, -2)) / math.sqrt(k.shape[-1])
+            if mask is not None:
+                s = s.masked_fill(mask.logical_not(), float("-inf"))
+            e = torch.exp(s - s.amax(-1, keepdim=True))
+            w = e / e.sum(-1, keepdim=True)
+            return torch.matmul(w, v), w
+    """),
+    "SelfAttention that computes the attention inline": ("test_self_attention", """
+        class SelfAttention(SelfAttention):
+            def forward(self, x, mask=None):
+                q, k, v = self.W_Q(x), self.W_K(x), self.W_V(x)
+                s = q @ k.transpose(1, 2) / q.shape[-1] ** 0.5
+                if mask is not None:
+                    s = torch.where(mask, s, float("-inf"))
+                w = s.softmax(-1)
+                return w @ v, w
+    """),
+    "charged once: a wrong scaled_dot_product_attention does not fail the SelfAttention test": ("test_self_attention", """
+        def scaled_dot_product_attention(q, k, v, mask=None):
+            w = torch.softmax(q @ k.transpose(-2, -1), dim=-2)
+            return w @ v, w
+    """),
+    "permutation_gap with numpy and the inverse on the other side": ("test_permutation_gap", """
+        def permutation_gap(fn, x, perm):
+            inverse = torch.argsort(perm)
+            with torch.no_grad():
+                a = fn(x[:, perm])[:, inverse].numpy()
+                b = fn(x).numpy()
+            return float(np.max(np.abs(a - b)))
     """),
 }
