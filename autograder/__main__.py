@@ -97,7 +97,7 @@ def main(argv=None):
     elif args.command == "collect":
         from .collect import collect
         result = collect(args.source, course, lesson_ids(), roster=args.roster)
-        return 2 if result.problems else 0
+        return 2 if result.problems or result.collisions else 0
     elif args.command == "grade":
         from .grading import GradingInterrupted, Limits, grade
         limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,

@@ -1,166 +1,541 @@
 """`collect`: put submissions, in the shapes instructors get them, into nbgrader's submitted/ layout.
 
-Accepted (a folder, or a .zip of one), mixed freely:
-- nbgrader's exchange: `.../inbound/<student>+<lesson>+<timestamp>[+...]/<lesson>.ipynb` (latest wins);
+Accepted (a folder, or a .zip of one; zips inside are opened too), mixed freely:
+- nbgrader's exchange: `.../inbound/<student>+<lesson>+<timestamp>[+...]/<lesson>.ipynb`;
 - nbgrader's own layout: `<student>/<lesson>/<file>.ipynb`;
-- one folder per student: `<student>/<file>.ipynb` (also LMS folders like `Jane Doe_123_assignsubmission_file_`);
+- one folder per student: `<student>/<file>.ipynb` (also LMS folders like `Jane Doe_123_assignsubmission_file_`),
+  under any number of wrapping folders shared by every file (`downloads/<student>/...`);
 - loose files, when a roster CSV names the student: `doejane_123_02_bahdanau (1).ipynb`.
 
-The lesson comes from the file name after removing what Colab, browsers and LMSs add
-(`Copy of `, ` (1)`, `-1`): `Copy of 02_bahdanau_attention (1).ipynb` is lesson 02. The student
-comes from the roster when one is given: a row matches when its student_id, or any other
-of its fields (name, email, LMS id), appears in the folder or file name; without a roster,
-from the folder name. Every file that is not placed is reported with the reason.
+The lesson comes from the file name, by its name first and its number last: the lesson id
+(`02_bahdanau_attention`), else its name (`bahdanau_attention`), else number and first word
+(`02_bahdanau`), else a lone two-digit token (`02`); digits glued to letters (`user04`) are never
+a lesson number, and a name that fits two lessons is reported, never guessed.
+
+The student comes from the roster when one is given (a row matches when its student_id, or
+any other field of three or more characters that no other row shares, appears in the
+folder or file name); without a roster, from the student folder's name. Two folder names
+that make the same student id (`student a`, `student_a`, `Student_A`) are two people:
+both are placed, under `student_a` and `student_a_2`, and the collision is reported.
+
+Two files for one student and lesson: the newer wins, by the exchange timestamp, else by
+the file's own time (a zip entry's stored time, never the time of extraction), else by
+the download number a browser adds (`02_x (2).ipynb` is newer than `02_x (1).ipynb` and
+`02_x.ipynb`). The losing file is listed with the reason, and the log says which was kept
+and why. Every file is either placed or listed, with the reason, as not placed (a
+problem: exit status 2) or skipped (system files: `__MACOSX/`, `.DS_Store`, Jupyter's
+`.ipynb_checkpoints/`). A re-run is idempotent: an unchanged copy is left as it is,
+and a copy older than the one already placed never replaces it.
+
+Every student found (and every roster row) is entered in the gradebook, so `export` has a
+row for them in every lesson; <course>/collect.json keeps what each run placed and why
+the rest was not placed, for `export`'s summary.
 """
 import csv
+import hashlib
+import io
+import json
 import re
 import shutil
-import tempfile
+import struct
+import unicodedata
 import zipfile
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from pathlib import Path
+from datetime import datetime, timedelta, timezone
+from pathlib import Path, PurePosixPath
 
-SKIP_PARTS = {"__MACOSX", ".ipynb_checkpoints", ".DS_Store"}
-DECORATIONS = [r"^copy of\s+", r"\s*\(\d+\)$", r"\s+copy$", r"-\d+$", r"_\d+$"]
+JUNK_FOLDERS = {"__MACOSX": "macOS archive metadata (__MACOSX/)",
+                ".ipynb_checkpoints": "Jupyter's autosave checkpoint (the notebook itself is collected)",
+                "__pycache__": "Python byte code"}
+JUNK_FILES = {".ds_store": "macOS folder settings", "thumbs.db": "Windows thumbnail cache",
+              "desktop.ini": "Windows folder settings"}
+MAX_NESTED_ZIP = 3                   # zips inside zips inside zips
+MAX_FILE_BYTES = 200 * 1024 * 1024   # a notebook bigger than this is not a submission
+SAME_TIME = timedelta(seconds=2)     # zip times have a 2-second resolution
+DOS_EPOCH = datetime(1980, 1, 1)     # the time zip tools write when they know none
+MANIFEST = "collect.json"
 
 
 @dataclass
 class Collected:
-    placed: list = field(default_factory=list)     # (source path, student, lesson, target path)
-    problems: list = field(default_factory=list)   # (source path, reason)
+    placed: list = field(default_factory=list)     # (source, student, lesson, target path)
+    problems: list = field(default_factory=list)   # (source, reason): not placed, needs the instructor
+    skipped: list = field(default_factory=list)    # (source, reason): system files, nothing to place
+    notes: list = field(default_factory=list)      # which duplicate was kept and why
+    collisions: list = field(default_factory=list) # folder names that make one student id, kept apart
+    students: list = field(default_factory=list)   # every student id entered in the gradebook
+
+
+@dataclass
+class Entry:
+    """One file handed to collect: where it is in the collection, its bytes, its own time."""
+    rel: PurePosixPath
+    read: object                # () -> bytes
+    time: datetime = None       # aware (UTC), or None when unknown
+    time_source: str = ""
+    size: int = 0
+
+
+def _nfc(text):
+    return unicodedata.normalize("NFC", text).strip()
 
 
 def student_id(text):
-    """A safe nbgrader student id from a folder name: letters, digits, . _ @ - only."""
-    return re.sub(r"[^A-Za-z0-9_.@-]+", "_", text.strip()).strip("_") or "unknown"
+    """A safe nbgrader student id from a folder name: letters (any script), digits, . _ @ - only."""
+    return re.sub(r"[^\w.@-]+", "_", _nfc(text)).strip("_.") or "unknown"
+
+
+# ---------------------------------------------------------------- lessons and download numbers
+
+def _contains(tokens, words):
+    n = len(words)
+    return any(tokens[i:i + n] == words for i in range(len(tokens) - n + 1))
+
+
+def match_lesson(filename, lessons):
+    """(lesson, None) for the lesson a file name is a copy of, or (None, reason).
+
+    By the lesson's whole id first, then its name, then number and first word, digits last.
+    'user04_Copy of 01_seq2seq_bottleneck (2).ipynb' -> 01_seq2seq_bottleneck, never lesson 04.
+    """
+    stem = _nfc(filename)
+    if stem.casefold().endswith(".ipynb"):
+        stem = stem[:-len(".ipynb")]
+    words = [w for w in re.split(r"[^0-9a-z]+", stem.casefold()) if w]  # 'user04' stays one word
+    parts = {lesson: [w for w in re.split(r"[^0-9a-z]+", lesson.casefold()) if w] for lesson in lessons}
+    number = {lesson: p[0] for lesson, p in parts.items() if p and p[0].isdigit()}
+    rules = [
+        ("its id", lambda l: parts[l]),
+        ("its name", lambda l: parts[l][1:] if l in number and len(parts[l]) > 1 else None),
+        ("its number and first word", lambda l: parts[l][:2] if l in number and len(parts[l]) > 1 else None),
+        ("its number", lambda l: [number[l]] if l in number else None),
+    ]
+    for how, pattern in rules:
+        hits = [l for l in lessons if pattern(l) and _contains(words, pattern(l))]
+        if len(hits) == 1:
+            return hits[0], None
+        if len(hits) > 1:
+            return None, f"file name fits several lessons by {how}: {', '.join(hits)}"
+    return None, f"file name matches no lesson ({', '.join(lessons)})"
 
 
 def lesson_of(filename, lessons):
     """The lesson a file name is a copy of, or None. '02_x (1).ipynb', 'Copy of 02_x.ipynb' -> '02_x'."""
-    stem = Path(filename).stem.strip()
-    if stem in lessons:
-        return stem
-    for pattern in DECORATIONS:
-        stem = re.sub(pattern, "", stem, flags=re.IGNORECASE).strip()
-        if stem in lessons:
-            return stem
-    number = re.search(r"(?:^|[^0-9])(\d\d)_", Path(filename).stem)
-    candidates = [l for l in lessons if number and l.startswith(number.group(1) + "_")]
-    return candidates[0] if len(candidates) == 1 else None
+    return match_lesson(filename, lessons)[0]
 
+
+def download_number(filename):
+    """The number a browser adds to a repeated download: '02_x (2).ipynb' -> 2, '02_x-3.ipynb' -> 3, else 0."""
+    stem = re.sub(r"\.ipynb$", "", _nfc(filename), flags=re.IGNORECASE).strip()
+    found = re.search(r"\((\d{1,3})\)$", stem) or re.search(r"(?<=[A-Za-z])-(\d{1,2})$", stem)
+    return int(found.group(1)) if found else 0
+
+
+# ---------------------------------------------------------------- the roster
 
 def read_roster(path):
-    """[(student_id, [other fields])] from a CSV with a student_id column (or id, username, email)."""
+    """{student_id: {'fields': [identifying values], 'first_name', 'last_name', 'email'}} from a roster CSV.
+
+    The id column is student_id (or id, username, email). A student listed twice is one student.
+    Two different ids that make the same safe id are an error.
+    """
     with open(path, newline="", encoding="utf-8-sig") as f:
         rows = list(csv.DictReader(f))
     if not rows:
-        return []
-    key = next((k for k in rows[0] if k and k.strip().lower() in ("student_id", "id", "username", "email")), None)
+        return {}
+    columns = {k.strip().lower().replace(" ", "_"): k for k in rows[0] if k}
+    key = next((columns[c] for c in ("student_id", "id", "username", "email") if c in columns), None)
     if key is None:
         raise ValueError(f"roster {path}: needs a student_id column (found: {', '.join(rows[0])})")
-    return [(row[key].strip(), [v.strip() for k, v in row.items() if v and v.strip()]) for row in rows
-            if row[key] and row[key].strip()]
+    students, raw_ids = {}, {}
+    for line, row in enumerate(rows, start=2):
+        raw = _nfc(row.get(key) or "")
+        if not raw:
+            continue
+        sid = student_id(raw)
+        other = raw_ids.setdefault(sid.casefold(), (raw, line))
+        if other[0] != raw:
+            raise ValueError(f"roster {path}: '{other[0]}' (line {other[1]}) and '{raw}' (line {line}) "
+                             f"both make the student id '{sid}': give them ids that differ in more than "
+                             f"case, spaces and punctuation")
+        sid = student_id(other[0])
+        entry = students.setdefault(sid, dict(fields=[], first_name=None, last_name=None, email=None))
+        entry["fields"] += [_nfc(v) for v in row.values() if isinstance(v, str) and _nfc(v)]
+        for name in ("first_name", "last_name", "email"):
+            if name in columns and _nfc(row.get(columns[name]) or ""):
+                entry[name] = entry[name] or _nfc(row[columns[name]])
+    return students
 
 
-def _roster_match(text, roster):
-    """Students whose id or other field appears in `text` as a whole token (case-insensitive)."""
-    low = text.lower()
+def _identifying(roster):
+    """{value (casefolded): student}: each id, and the fields of 3+ characters that only one student has."""
+    owners = {}
+    for sid, entry in roster.items():
+        for value in {v.casefold() for v in entry["fields"] if len(v) >= 3}:
+            owners.setdefault(value, set()).add(sid)
+    found = {v: s.pop() for v, s in owners.items() if len(s) == 1}
+    found.update({sid.casefold(): sid for sid in roster})
+    return found
+
+
+def _roster_match(text, identifying):
+    """Students whose id or identifying field appears in `text` as a whole token (case-insensitive)."""
+    low = _nfc(text).casefold()
+    flat = re.sub(r"[\s_]+", " ", low)
     hits = set()
-    for sid, fields in roster:
-        for value in fields:
-            if re.search(rf"(?<![a-z0-9]){re.escape(value.lower())}(?![a-z0-9])", low):
-                hits.add(sid)
+    for value, sid in identifying.items():
+        escaped = re.escape(re.sub(r"[\s_]+", " ", value))
+        pattern = rf"(?<![^\W_]){escaped}(?![^\W_])"  # not inside a longer word or number
+        if re.search(pattern, flat):
+            hits.add(sid)
     return hits
 
 
+# ---------------------------------------------------------------- reading folders and zips
+
+def _zip_name(info):
+    """The entry's name: zips without the UTF-8 flag are read as cp437 by Python, but most tools wrote UTF-8."""
+    if info.flag_bits & 0x800:
+        return info.filename
+    try:
+        return info.filename.encode("cp437").decode("utf-8")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return info.filename
+
+
+def _zip_time(info):
+    """(aware time, how it is known) of a zip entry: the UTC time of the extended-timestamp field, else its local time."""
+    extra = info.extra
+    while len(extra) >= 4:
+        kind, size = struct.unpack("<HH", extra[:4])
+        body, extra = extra[4:4 + size], extra[4 + size:]
+        if kind == 0x5455 and len(body) >= 5 and body[0] & 1:
+            return datetime.fromtimestamp(struct.unpack("<i", body[1:5])[0], timezone.utc), "zip entry time (UTC)"
+    stamp = datetime(*info.date_time)
+    if stamp <= DOS_EPOCH:
+        return None, "no time stored in the zip"
+    return stamp.astimezone(timezone.utc), "zip entry time"
+
+
+def _entries_of_zip(data, prefix, depth, out, problems, name=None):
+    try:
+        archive = zipfile.ZipFile(data)
+    except (zipfile.BadZipFile, OSError) as e:
+        problems.append((str(name or prefix), f"a .zip that cannot be read: {e}"))
+        return
+    with archive:
+        for info in archive.infolist():
+            if info.is_dir():
+                continue
+            parts = [p for p in PurePosixPath(_zip_name(info).replace("\\", "/")).parts if p not in ("", ".", "..", "/")]
+            rel = PurePosixPath(str(prefix), *parts) if str(prefix) else PurePosixPath(*parts)
+            time, how = _zip_time(info)
+            data = archive.read(info) if info.file_size <= MAX_FILE_BYTES else b""  # read now: the zip closes
+            read = (lambda data_=data: data_)
+            _add(Entry(rel, read, time, how, info.file_size), depth, out, problems)
+
+
+def _add(entry, depth, out, problems):
+    """An entry, or the entries of a zip inside the collection (a nested zip's files sit under its name)."""
+    if entry.rel.suffix.casefold() == ".zip" and not _junk(entry.rel):
+        if depth >= MAX_NESTED_ZIP:
+            problems.append((str(entry.rel), f"a zip nested more than {MAX_NESTED_ZIP} deep: unzip it first"))
+        elif entry.size > MAX_FILE_BYTES:
+            problems.append((str(entry.rel), f"a zip of {entry.size // 2**20} MB: unzip it first"))
+        else:
+            inside = entry.rel.with_suffix("")  # bob/work.zip holds bob/work/02_x.ipynb
+            _entries_of_zip(io.BytesIO(entry.read()), inside, depth + 1, out, problems, name=entry.rel)
+        return
+    out.append(entry)
+
+
+def read_collection(source):
+    """([Entry], [(source, problem)]) for every file in a folder or zip, zips inside opened."""
+    source = Path(source)
+    out, problems = [], []
+    if source.is_dir():
+        for path in sorted(p for p in source.rglob("*") if p.is_file()):
+            stat = path.stat()
+            rel = PurePosixPath(path.relative_to(source).as_posix())
+            _add(Entry(rel, path.read_bytes, datetime.fromtimestamp(stat.st_mtime, timezone.utc), "file time",
+                       stat.st_size), 0, out, problems)
+    elif source.is_file() and zipfile.is_zipfile(source):
+        _entries_of_zip(source, PurePosixPath(""), 1, out, problems)
+    else:
+        raise FileNotFoundError(f"collect: {source} is neither a folder nor a zip file")
+    return out, problems
+
+
+def _junk(rel):
+    """Why a path is a system file with nothing to place, or None."""
+    for part in rel.parts[:-1]:
+        if part in JUNK_FOLDERS:
+            return JUNK_FOLDERS[part]
+    if rel.name.startswith("._"):
+        return "macOS resource fork (._ file)"
+    return JUNK_FILES.get(rel.name.casefold())
+
+
 def _exchange(rel):
-    """(student, lesson, timestamp) for inbound/<student>+<lesson>+<timestamp>/..., else None."""
+    """(student, lesson, timestamp) for inbound/<student>+<lesson>+<timestamp>[+...]/..., else None."""
     for part in rel.parts[:-1]:
         bits = part.split("+")
-        if len(bits) >= 3:
+        if len(bits) >= 3 and bits[0] and bits[1]:
             return bits[0], bits[1], bits[2]
     return None
 
 
-def _student_for(rel, roster):
-    """(student, reason when none) from a path relative to the collection root."""
-    folders = [p for p in rel.parts[:-1]]
-    if roster:
-        for text in folders + [rel.name]:
-            hits = _roster_match(text, roster)
-            if len(hits) == 1:
-                return hits.pop(), None
-            if len(hits) > 1:
-                return None, f"matches several roster students: {', '.join(sorted(hits))}"
-        return None, "no roster student matches its folder or file name"
-    if not folders:
-        return None, "a loose file: put it in a folder named after the student, or give --roster"
-    return student_id(folders[0]), None
+def _parse_stamp(text):
+    from dateutil import parser
+    try:
+        stamp = parser.parse(text)
+    except (ValueError, OverflowError):
+        return None
+    return stamp.replace(tzinfo=timezone.utc) if stamp.tzinfo is None else stamp.astimezone(timezone.utc)
 
+
+# ---------------------------------------------------------------- deciding
+
+@dataclass
+class Candidate:
+    entry: Entry
+    raw_student: str        # the folder name, exchange name or roster id it came from
+    lesson: str
+    download: int = 0
+    stamp: str = None       # exchange timestamp as written, or None
+    student: str = None     # the id it is placed under
+    _data: bytes = None
+
+    @property
+    def time(self):
+        return _parse_stamp(self.stamp) if self.stamp else self.entry.time
+
+    @property
+    def data(self):
+        if self._data is None:
+            self._data = self.entry.read()
+        return self._data
+
+
+def _describe_time(c):
+    if c.stamp:
+        return f"exchange timestamp {c.stamp}"
+    if c.entry.time is None:
+        return c.entry.time_source or "no known time"
+    return f"{c.entry.time_source} {c.entry.time:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _newer(a, b):
+    """(winner, loser, why) of two files for one student and lesson."""
+    if a.time and b.time and abs(a.time - b.time) > SAME_TIME:
+        win, lose = (a, b) if a.time > b.time else (b, a)
+        return win, lose, f"newer: {_describe_time(win)}, against {_describe_time(lose)}"
+    if a.download != b.download:
+        win, lose = (a, b) if a.download > b.download else (b, a)
+        number = lambda c: f"({c.download})" if c.download else "no number"  # noqa: E731
+        same = "same time" if a.time and b.time else "time unknown"
+        return win, lose, f"{same}; a later download: {number(win)}, against {number(lose)}"
+    win, lose = sorted([a, b], key=lambda c: str(c.entry.rel))[::-1]
+    if a.data == b.data:
+        return win, lose, "an identical copy"
+    return win, lose, ("CANNOT TELL which is newer (same time, same download number): kept the one last "
+                       "in name order; check by hand")
+
+
+def _strip_wrappers(candidates, lessons):
+    """Student folder names, after dropping folders every file shares (`downloads/`) and lesson folders."""
+    lesson_names = {l.casefold() for l in lessons}
+    folders = {id(c): [p for p in c.entry.rel.parts[:-1] if p.casefold() not in lesson_names] for c in candidates}
+    if not folders:
+        return folders
+    lists = list(folders.values())
+    common = 0
+    while all(len(f) > common for f in lists) and len({f[common] for f in lists}) == 1:
+        common += 1
+    keep = min(common, min(len(f) for f in lists) - 1) if lists else 0
+    return {k: f[max(0, keep):] for k, f in folders.items()}
+
+
+def _assign_ids(raw_names, taken):
+    """{raw folder name: student id}; names that make the same id get _2, _3: never merged. Also [(ids, message)]."""
+    groups = {}
+    for raw in sorted(raw_names):
+        groups.setdefault(student_id(raw).casefold(), []).append(raw)
+    ids, notes, used = {}, [], {t.casefold() for t in taken}
+    for key, raws in sorted(groups.items()):
+        raws.sort(key=lambda r: (r != student_id(r), r))  # a name that already is an id keeps it
+        ids[raws[0]] = student_id(raws[0])
+        for raw in raws[1:]:
+            n = 2
+            while f"{key}_{n}" in used or f"{key}_{n}" in groups:
+                n += 1
+            ids[raw] = f"{student_id(raw)}_{n}"
+            used.add(f"{key}_{n}")
+        if len(raws) > 1:
+            notes.append(f"student id collision: {', '.join(repr(r) for r in raws)} make the same student id "
+                         f"(ignoring case); kept apart as {', '.join(ids[r] for r in raws)}: rename the folders "
+                         f"or use --roster to choose the ids")
+    return ids, notes
+
+
+# ---------------------------------------------------------------- collect
 
 def collect(source, course_root, lessons, roster=None, log=print):
     """Place every submission under `source` (folder or .zip) into course_root/submitted/. Returns Collected."""
-    source = Path(source)
-    with tempfile.TemporaryDirectory() as tmp:
-        if source.is_file() and zipfile.is_zipfile(source):
-            with zipfile.ZipFile(source) as z:
-                z.extractall(tmp)
-            root = Path(tmp)
-        elif source.is_dir():
-            root = source
+    roster_students = read_roster(roster) if roster else {}
+    entries, problems = read_collection(source)
+    course_root = Path(course_root)
+    out = Collected(problems=list(problems))
+    identifying = _identifying(roster_students)
+    candidates = []
+    for entry in sorted(entries, key=lambda e: str(e.rel)):
+        rel = str(entry.rel)
+        junk = _junk(entry.rel)
+        exchange = _exchange(entry.rel)
+        if junk:
+            out.skipped.append((rel, junk))
+        elif exchange and entry.rel.name == "timestamp.txt":
+            out.skipped.append((rel, "nbgrader's exchange timestamp (the folder name holds the same time)"))
+        elif entry.rel.suffix.casefold() != ".ipynb":
+            out.problems.append((rel, "not a notebook (.ipynb)"))
+        elif entry.size > MAX_FILE_BYTES:
+            out.problems.append((rel, f"a notebook of {entry.size // 2**20} MB: larger than any submission"))
+        elif exchange:
+            lesson, reason = match_lesson(entry.rel.name, lessons)
+            if exchange[1] not in lessons or lesson != exchange[1]:
+                out.problems.append((rel, f"exchange folder names lesson {exchange[1]!r}, file is "
+                                          f"{lesson or 'no known lesson'}"))
+                continue
+            candidates.append(Candidate(entry, _nfc(exchange[0]), lesson, stamp=exchange[2]))
         else:
-            raise FileNotFoundError(f"collect: {source} is neither a folder nor a zip file")
-        return _collect_tree(root, Path(course_root), lessons, read_roster(roster) if roster else [], log)
+            candidates.append(Candidate(entry, None, None, download=download_number(entry.rel.name)))
 
+    folders = _strip_wrappers([c for c in candidates if c.stamp is None], lessons)
+    known = []
+    for c in candidates:
+        rel = str(c.entry.rel)
+        if c.stamp is None:  # not from the exchange: find the student, then the lesson
+            if roster_students:
+                texts = [*c.entry.rel.parts[:-1], c.entry.rel.name]
+                for text in texts:
+                    hits = _roster_match(text, identifying)
+                    if hits:
+                        break
+                if len(hits) > 1:
+                    out.problems.append((rel, f"matches several roster students: {', '.join(sorted(hits))}"))
+                    continue
+                if not hits:
+                    out.problems.append((rel, "no roster student matches its folder or file name"))
+                    continue
+                c.raw_student = c.student = hits.pop()
+            elif not folders[id(c)]:
+                out.problems.append((rel, "a loose file: put it in a folder named after the student, or give --roster"))
+                continue
+            else:
+                c.raw_student = _nfc(folders[id(c)][0])
+        known.append(c)
 
-def _collect_tree(root, course_root, lessons, roster, log):
-    out = Collected()
-    chosen = {}  # (student, lesson) -> (sort key, path, rel, timestamp)
-    for path in sorted(p for p in root.rglob("*") if p.is_file()):
-        rel = path.relative_to(root)
-        if SKIP_PARTS & set(rel.parts) or rel.name.startswith("._"):
-            continue
-        if path.suffix != ".ipynb":
-            out.problems.append((str(rel), "not a notebook (.ipynb)"))
-            continue
-        exchange = _exchange(rel)
-        if exchange:
-            student, lesson, stamp = student_id(exchange[0]), exchange[1], exchange[2]
-            if lesson not in lessons or lesson_of(rel.name, lessons) != lesson:
-                out.problems.append((str(rel), f"exchange folder names lesson {lesson!r}, file is "
-                                               f"{lesson_of(rel.name, lessons) or 'no known lesson'}"))
+    taken = set(roster_students)
+    ids, collisions = _assign_ids({c.raw_student for c in known if c.student is None}, taken)
+    out.collisions += collisions
+    for c in known:
+        c.student = c.student or ids[c.raw_student]
+    students = sorted(set(roster_students) | {c.student for c in known})
+
+    chosen = {}
+    for c in known:
+        if c.lesson is None:
+            c.lesson, reason = match_lesson(c.entry.rel.name, lessons)
+            if c.lesson is None:
+                out.problems.append((str(c.entry.rel), f"{reason}; student {c.student}"))
                 continue
-            key, timestamp = stamp, stamp
-        else:
-            lesson = lesson_of(rel.name, lessons)
-            if lesson is None:
-                out.problems.append((str(rel), f"file name matches no lesson ({', '.join(lessons)})"))
-                continue
-            student, reason = _student_for(rel, roster)
-            if student is None:
-                out.problems.append((str(rel), reason))
-                continue
-            mtime = datetime.fromtimestamp(path.stat().st_mtime, timezone.utc)
-            key, timestamp = mtime.isoformat(), mtime.strftime("%Y-%m-%d %H:%M:%S.%f UTC")
-        previous = chosen.get((student, lesson))
-        if previous and previous[0] >= key:
-            out.problems.append((str(rel), f"older duplicate for {student}/{lesson}; kept {previous[2]}"))
+        previous = chosen.get((c.student, c.lesson))
+        if previous is None:
+            chosen[(c.student, c.lesson)] = c
             continue
-        if previous:
-            out.problems.append((str(previous[2]), f"older duplicate for {student}/{lesson}; kept {rel}"))
-        chosen[(student, lesson)] = (key, path, rel, timestamp)
-    for (student, lesson), (_, path, rel, timestamp) in sorted(chosen.items()):
-        folder = course_root / "submitted" / student / lesson
-        if folder.exists():
-            shutil.rmtree(folder)
-        folder.mkdir(parents=True)
-        target = folder / f"{lesson}.ipynb"
-        shutil.copyfile(path, target)
-        (folder / "timestamp.txt").write_text(timestamp)
-        out.placed.append((str(rel), student, lesson, str(target)))
-        log(f"placed {rel} -> submitted/{student}/{lesson}/")
+        win, lose, why = _newer(previous, c)
+        chosen[(c.student, c.lesson)] = win
+        out.problems.append((str(lose.entry.rel), f"older duplicate for {c.student}/{c.lesson}: kept "
+                                                  f"{win.entry.rel} ({why})"))
+        out.notes.append(f"{c.student}/{c.lesson}: kept {win.entry.rel} over {lose.entry.rel}: {why}")
+
+    manifest_path = course_root / MANIFEST
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    placed_before = manifest.setdefault("placed", {})
+    for (student, lesson), c in sorted(chosen.items()):
+        _place(c, course_root, placed_before, source, out, log)
+
+    out.students = students
+    _register(course_root, students, roster_students)
+    runs = manifest.setdefault("runs", {})
+    runs[str(Path(source).resolve())] = dict(
+        placed=[list(p) for p in out.placed], problems=[list(p) for p in out.problems],
+        skipped=[list(p) for p in out.skipped], notes=out.notes, collisions=out.collisions, students=students)
+    manifest_path.parent.mkdir(parents=True, exist_ok=True)
+    manifest_path.write_text(json.dumps(manifest, indent=1, ensure_ascii=False))
+
+    for note in out.collisions + out.notes:
+        log(f"NOTE {note}")
+    for rel, reason in out.skipped:
+        log(f"skipped {rel}: {reason}")
     for rel, reason in out.problems:
         log(f"NOT PLACED {rel}: {reason}")
-    log(f"collect: {len(out.placed)} placed, {len(out.problems)} not placed")
+    log(f"collect: {len(out.placed)} placed, {len(out.problems)} not placed, {len(out.skipped)} system files "
+        f"skipped, {len(students)} student(s) in the gradebook")
     return out
+
+
+def _place(c, course_root, placed_before, source, out, log):
+    """Write one chosen file to submitted/<student>/<lesson>/, unless the same or a newer copy is there."""
+    rel, key = str(c.entry.rel), f"{c.student}/{c.lesson}"
+    folder = course_root / "submitted" / c.student / c.lesson
+    target = folder / f"{c.lesson}.ipynb"
+    digest = hashlib.sha256(c.data).hexdigest()
+    before = placed_before.get(key)
+    if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() == digest:
+        out.placed.append((rel, c.student, c.lesson, str(target)))
+        log(f"unchanged {rel} -> submitted/{key}/ (already there)")
+        return
+    if target.exists() and before and before.get("time") and c.time:
+        old = datetime.fromisoformat(before["time"])
+        if old - c.time > SAME_TIME:
+            out.problems.append((rel, f"older than the copy already in submitted/{key}/ "
+                                      f"(from {before['source']}, {old:%Y-%m-%d %H:%M:%S} UTC)"))
+            return
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir(parents=True)
+    target.write_bytes(c.data)
+    stamp = c.stamp or (f"{c.time:%Y-%m-%d %H:%M:%S.%f} UTC" if c.time else None)
+    if stamp:
+        (folder / "timestamp.txt").write_text(stamp)
+    placed_before[key] = dict(source=f"{source}:{rel}", sha256=digest, time=c.time.isoformat() if c.time else None)
+    out.placed.append((rel, c.student, c.lesson, str(target)))
+    log(f"placed {rel} -> submitted/{key}/" + (" (replacing a different copy)" if before else ""))
+
+
+def _register(course_root, students, roster):
+    """Enter every student in the gradebook: export then has a row for each in every lesson."""
+    import warnings
+    from nbgrader.api import Gradebook
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with Gradebook(f"sqlite:///{Path(course_root).resolve() / 'gradebook.db'}") as gb:
+            for sid in students:
+                info = {k: v for k, v in roster.get(sid, {}).items() if k != "fields" and v}
+                gb.update_or_create_student(sid, **info)
+
+
+def not_placed_summary(course_root):
+    """Markdown lines for export's summary: every file collect did not place, with the reason."""
+    path = Path(course_root) / MANIFEST
+    if not path.exists():
+        return []
+    runs = json.loads(path.read_text()).get("runs", {})
+    rows = [(source, rel, reason) for source, run in sorted(runs.items()) for rel, reason in run["problems"]]
+    notes = [note for run in runs.values() for note in run.get("collisions", [])]
+    lines = ["", f"## Files collect did not place ({len(rows)})", ""]
+    lines += [f"- `{rel}` (in {source}): {reason}" for source, rel, reason in rows] or ["- none"]
+    if notes:
+        lines += ["", "## Student id collisions", ""] + [f"- {n}" for n in notes]
+    return lines
