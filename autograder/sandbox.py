@@ -1,182 +1,367 @@
-"""Run a student's kernel where it cannot reach the grader's files.
+"""Run a student's kernel in a sandbox: bubblewrap, its own uid, cgroup limits, a private channel.
 
 Run as a script, this file is a launcher: `python sandbox.py SETTINGS_JSON -- KERNEL_CMD...`.
-It starts the kernel command (ipykernel) after, in this order and as far as Linux allows:
+The kernel manager (SandboxKernelManager, below) puts it in front of the kernel command and
+talks to the kernel over Unix sockets (jupyter's `ipc` transport) in a private runtime
+directory that holds the connection file. The launcher, started as root by the grader:
 
-1. new mount and PID namespaces (needs root): a fresh tmpfs on /tmp, /var/tmp and
-   /dev/shm, the hidden paths (course directory, solutions/, .git, the grader's home)
-   covered by empty read-only tmpfs, and the Python installation mounted back if it
-   lived under one of them; the kernel is PID 1 of its namespace, so every process
-   it starts dies with it;
-2. resource limits: address space, processes, file size, CPU seconds, open files;
-3. an unprivileged user (default `nobody`, needs root), no new privileges, and a
-   parent-death signal so the kernel never outlives the grader;
-4. a working directory and HOME in the fresh /tmp, and an environment without the
-   grader's variables.
+1. gives the kernel its own unprivileged uid (`uid_base` + the launcher's pid, unique while it
+   runs), so no two kernels share a process limit or can read each other's files;
+2. puts it in its own memory and pids cgroup (v1 or v2, where the machine lets root create
+   one): resident memory (tmpfs pages included) and processes are capped per kernel;
+3. starts it through Debian's bubblewrap (`bwrap`) with an allow-list file system: /usr and the
+   few /etc files Python needs, the Python installation and site-packages, course_utils, all
+   read-only; the runtime directory; the kernel's own copy of the submission directory on a
+   small private tmpfs (its working directory); a small private /tmp and /dev/shm; and nothing
+   else. New network (loopback only), PID, IPC and UTS namespaces, a new session, and
+   --die-with-parent: every process the kernel starts dies with it;
+4. sets resource limits (address space, file size, CPU seconds, open files) and
+   no-new-privileges in a tiny stub that then becomes the kernel;
+5. forwards SIGINT (jupyter's interrupt) to the kernel, and removes the cgroups at the end.
 
-It uses only the standard library: it runs before anything is imported in the kernel.
-The rest of the course imports SandboxKernelManager (which prepends this launcher to the
-kernel command) and `probe` (which tries the launcher once and drops what does not work).
+Run as an ordinary user, bubblewrap still gives the namespaces and the allow-list file system
+(through a user namespace), but every kernel runs as that user and no cgroup is made. Without
+bubblewrap, only the resource limits (and, as root, the separate uid and the cgroups) hold.
+`probe` finds out which of these work here and says loudly what does not hold; the README's
+"What the sandbox guarantees" lists each claim and the test that checks it.
+
+The launcher uses only the standard library: it runs before anything is imported in the kernel.
 """
 import ctypes
 import json
 import os
-import pwd
-import resource
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
+import time
 
-CLONE_NEWNS, CLONE_NEWPID = 0x00020000, 0x20000000
-MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
-MS_REMOUNT, MS_BIND, MS_MOVE, MS_REC, MS_PRIVATE = 32, 4096, 8192, 16384, 1 << 18
-PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "NBGRADER_EXECUTION", "MPLBACKEND",
             "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONPATH", "PYTHONHASHSEED", "VIRTUAL_ENV")
-KEEP_ENV_PREFIXES = ("LC_", "COURSE_", "JPY_", "PYDEVD_")
+KEEP_ENV_PREFIXES = ("LC_", "COURSE_", "PYDEVD_")
+SUBMISSION = "/run/submission"  # read-only view of the submission folder, copied into the working directory
 
 DEFAULTS = dict(
-    user="nobody",          # unprivileged user for the kernel (only when started as root)
-    namespaces=True,        # mount + PID namespaces (only as root)
-    hide=[],                # paths the kernel must not see
-    expose=[],              # paths to mount back inside hidden ones (the Python installation)
-    memory_mb=4096,         # RLIMIT_AS of the kernel
-    nproc=512,              # RLIMIT_NPROC (threads count): per user
+    bwrap=True,             # start the kernel through bubblewrap (if found)
+    separate_user=True,     # as root: each kernel gets its own uid
+    cgroup=True,            # as root: a memory + pids cgroup per kernel
+    uid_base=2_000_000_000,  # kernel uid = uid_base + launcher pid (no account needs to exist)
+    read_only=[],           # paths bound read-only at the same place (Python, site-packages, course_utils)
+    memory_mb=4096,         # resident memory per kernel (cgroup) and address space (RLIMIT_AS)
+    nproc=512,              # processes and threads per kernel (pids cgroup, and RLIMIT_NPROC of its uid)
     fsize_mb=64,            # RLIMIT_FSIZE: largest file the kernel may write
     cpu_s=600,              # RLIMIT_CPU of each kernel process
     nofile=1024,            # RLIMIT_NOFILE
-    tmp_mb=256,             # size of the kernel's private /tmp
+    tmp_mb=256,             # size of the private /tmp; the working directory and /dev/shm get a quarter each
 )
+ETC = ["/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/localtime", "/etc/alternatives",
+       "/etc/nsswitch.conf", "/etc/fonts", "/etc/mime.types"]
 
 _libc = ctypes.CDLL(None, use_errno=True)
+PR_SET_PDEATHSIG, PR_SET_NO_NEW_PRIVS = 1, 38
+MS_NOSUID, MS_NODEV, MNT_DETACH = 2, 4, 2
 
 
-def _check(ret, what):
-    if ret != 0:
-        err = ctypes.get_errno()
-        raise OSError(err, f"{what}: {os.strerror(err)}")
+def bwrap_path():
+    return shutil.which("bwrap")
 
 
-def _mount(source, target, fstype=None, flags=0, data=None):
-    enc = lambda s: None if s is None else str(s).encode()  # noqa: E731
-    _check(_libc.mount(enc(source), enc(target), enc(fstype), ctypes.c_ulong(flags), enc(data)),
-           f"mount {target}")
+# ---------------------------------------------------------------- cgroups (root only)
+
+def cgroup_bases():
+    """{controller: directory under which a per-kernel cgroup can be made}, v1 or v2; {} if none."""
+    own = {}
+    try:
+        with open("/proc/self/cgroup") as f:
+            for line in f:
+                _, controllers, path = line.rstrip("\n").split(":", 2)
+                for c in controllers.split(",") if controllers else [""]:
+                    own[c] = path
+    except OSError:
+        return {}
+    bases = {}
+    for c in ("memory", "pids"):  # cgroup v1: a child of the cgroup we are in
+        if c in own and os.path.isdir(f"/sys/fs/cgroup/{c}"):
+            base = os.path.normpath(f"/sys/fs/cgroup/{c}/{own[c]}")
+            if os.access(base, os.W_OK) and os.path.exists(f"{base}/cgroup.procs"):
+                bases[c] = base
+    if len(bases) == 2:
+        return bases
+    if "" in own and os.path.exists("/sys/fs/cgroup/cgroup.controllers"):  # cgroup v2: a sibling of ours
+        # (a v2 cgroup that has processes cannot give controllers to children: use its parent)
+        parent = os.path.normpath("/sys/fs/cgroup/" + os.path.dirname(own[""].rstrip("/")))
+        try:
+            with open(f"{parent}/cgroup.subtree_control") as f:
+                enabled = f.read().split()
+        except OSError:
+            return {}
+        if {"memory", "pids"} <= set(enabled) and os.access(parent, os.W_OK):
+            return {"v2": parent}
+    return {}
 
 
-def _tmpfs(target, mb, mode="1777"):
-    _mount("tmpfs", target, "tmpfs", MS_NOSUID | MS_NODEV, f"size={mb}m,mode={mode}")
+class Cgroups:
+    """One memory + pids cgroup for one kernel (v1: one per controller; v2: one with both)."""
+
+    def __init__(self, name, memory_mb, nproc):
+        self.dirs = []
+        bases = cgroup_bases()
+        if "v2" in bases:
+            group = os.path.join(bases["v2"], "autograder", name)
+            os.makedirs(group)
+            self.dirs = [group]
+            try:
+                _write(f"{os.path.dirname(group)}/cgroup.subtree_control", "+memory +pids")
+            except OSError:
+                pass
+            _write(f"{group}/memory.max", str(memory_mb << 20))
+            _write(f"{group}/memory.swap.max", "0", missing_ok=True)
+            _write(f"{group}/pids.max", str(nproc))
+        elif bases:
+            mem, pids = (os.path.join(bases[c], f"autograder-{name}") for c in ("memory", "pids"))
+            os.mkdir(mem)
+            self.dirs.append(mem)
+            os.mkdir(pids)
+            self.dirs.append(pids)
+            _write(f"{mem}/memory.limit_in_bytes", str(memory_mb << 20))
+            _write(f"{mem}/memory.memsw.limit_in_bytes", str(memory_mb << 20), missing_ok=True)
+            _write(f"{pids}/pids.max", str(nproc))
+        else:
+            raise OSError("no writable memory and pids cgroup controllers")
+
+    def join(self):
+        for d in self.dirs:
+            _write(f"{d}/cgroup.procs", "0")
+
+    def remove(self):
+        for d in self.dirs:
+            for _ in range(50):  # the last processes of the kernel may still be exiting
+                try:
+                    os.rmdir(d)
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    try:
+                        with open(f"{d}/cgroup.procs") as f:
+                            for pid in f.read().split():
+                                os.kill(int(pid), signal.SIGKILL)
+                    except OSError:
+                        pass
+                    time.sleep(0.05)
 
 
-def _cover(paths):
-    for path in sorted(paths, key=len):
-        if os.path.isdir(path):
-            _mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, "size=1m,mode=755")
-        elif os.path.exists(path):
-            _mount("/dev/null", path, None, MS_BIND)
+def _write(path, text, missing_ok=False):
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except FileNotFoundError:
+        if not missing_ok:
+            raise
 
 
-def _hide_and_expose(settings):
-    """Runs as root inside the new mount namespace."""
-    _mount(None, "/", None, MS_REC | MS_PRIVATE)
-    hide = [os.path.realpath(p) for p in settings["hide"] if os.path.exists(p)]
-    expose = [os.path.realpath(p) for p in settings["expose"] if os.path.isdir(p)]
-    inside = lambda p, dirs: any(p == d or p.startswith(d + "/") for d in dirs)  # noqa: E731
-    # what must come back: paths inside hidden ones, and paths under /tmp (a repository
-    # cloned there), which the fresh tmpfs on /tmp would otherwise hide
-    expose = [p for p in expose if inside(p, hide + ["/tmp"])]
-    expose = [p for p in expose if not inside(p, [e for e in expose if e != p])]  # outermost only
-    # hold each one by a file descriptor, so it can still be bind-mounted once /tmp is replaced
-    handles = [os.open(path, os.O_PATH | os.O_DIRECTORY) for path in expose]
-    _tmpfs("/tmp", settings["tmp_mb"])
-    staged = []
-    for i, (handle, path) in enumerate(zip(handles, expose)):
-        stage = f"/tmp/.expose{i}"
-        os.mkdir(stage)
-        _mount(f"/proc/self/fd/{handle}", stage, None, MS_BIND | MS_REC)
-        os.close(handle)
-        staged.append((stage, path))
-    for extra in ("/var/tmp", "/dev/shm"):
-        if os.path.isdir(extra):
-            _tmpfs(extra, 64)
-    outer = [h for h in hide if not inside(h, expose)]
-    _cover(outer)
-    for stage, path in staged:
-        os.makedirs(path, exist_ok=True)
-        _mount(stage, path, None, MS_MOVE)
-        os.rmdir(stage)
-    _cover([h for h in hide if h not in outer])  # hidden paths inside what came back (solutions/ in the repo)
-    for path in sorted(hide, key=len):  # now read-only: the kernel can add nothing there
-        if os.path.isdir(path):
-            _mount(None, path, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    _mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+# ---------------------------------------------------------------- the command line
+
+def _ancestors(path):
+    parts = path.strip("/").split("/")[:-1]
+    return ["/" + "/".join(parts[:i + 1]) for i in range(len(parts))]
 
 
-def _limit(settings):
-    mb = 1024 * 1024
-    for name, value in [("RLIMIT_AS", settings["memory_mb"] * mb), ("RLIMIT_NPROC", settings["nproc"]),
-                        ("RLIMIT_FSIZE", settings["fsize_mb"] * mb), ("RLIMIT_CPU", settings["cpu_s"]),
-                        ("RLIMIT_NOFILE", settings["nofile"]), ("RLIMIT_CORE", 0)]:
-        if value:
-            resource.setrlimit(getattr(resource, name), (value, value))
+def bwrap_args(settings, runtime, cwd, uid, info_fd, as_root):
+    """bubblewrap's arguments: namespaces, then the allow-list file system, in mount order."""
+    tmp = settings["tmp_mb"] << 20
+    args = [bwrap_path(), "--die-with-parent", "--new-session", "--info-fd", str(info_fd)]
+    if as_root:  # no user namespace: the stub switches to the kernel's own uid
+        args += ["--unshare-ipc", "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try",
+                 "--cap-drop", "ALL"] + [a for cap in ("SETUID", "SETGID", "CHOWN", "DAC_OVERRIDE", "FOWNER")
+                                         for a in ("--cap-add", f"CAP_{cap}")]
+    else:
+        args += ["--unshare-all"]
+    for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    args += ["--proc", "/proc", "--dev", "/dev"]
+    args += ["--perms", "1777", "--size", str(tmp), "--tmpfs", "/tmp",
+             "--perms", "1777", "--size", str(tmp // 4), "--tmpfs", "/dev/shm"]
+    made = {"/", "/usr", "/tmp", "/dev", "/proc", "/etc", "/run"}
+    args += ["--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/run"]
+    for path in ETC:
+        args += ["--ro-bind-try", path, path]
+    binds = [(p, p, "--ro-bind") for p in settings["read_only"] if os.path.exists(p)]
+    binds += [(cwd, SUBMISSION, "--ro-bind"), (runtime, runtime, "--bind")]
+    for src, dest, how in binds:
+        for parent in _ancestors(dest):
+            if parent not in made and not os.path.islink(parent):
+                args += ["--perms", "0755", "--dir", parent]
+                made.add(parent)
+        args += [how, src, dest]
+        made.add(dest)
+    for parent in _ancestors(cwd):
+        if parent not in made:
+            args += ["--perms", "0755", "--dir", parent]
+            made.add(parent)
+    args += ["--perms", "0700" if as_root else "0755", "--size", str(tmp // 4), "--tmpfs", cwd, "--chdir", cwd]
+    args += ["--ro-bind", os.path.join(runtime, "passwd"), "/etc/passwd",
+             "--ro-bind", os.path.join(runtime, "group"), "/etc/group"]
+    return args
+
+
+# The stub runs inside the sandbox (as root in it when the grader is root) and becomes the kernel.
+STUB = r"""
+import ctypes, json, os, resource, shutil, sys
+cfg = json.loads(sys.argv[1]); cmd = sys.argv[2:]
+uid, home = cfg["uid"], cfg["home"]
+if cfg["copy_from"]:
+    shutil.copytree(cfg["copy_from"], os.getcwd(), dirs_exist_ok=True, symlinks=True)
+os.makedirs(home, mode=0o700, exist_ok=True)
+if uid is not None:
+    for top, dirs, files in os.walk(os.getcwd()):
+        for name in [top] + [os.path.join(top, n) for n in dirs + files]:
+            os.lchown(name, uid, uid)
+    os.chown(home, uid, uid)
+for name, value in cfg["limits"]:
+    resource.setrlimit(getattr(resource, name), (value, value))
+if uid is not None:
+    os.setgroups([]); os.setgid(uid); os.setuid(uid)
+libc = ctypes.CDLL(None, use_errno=True)
+libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+signal_dfl = __import__("signal")
+signal_dfl.signal(signal_dfl.SIGINT, signal_dfl.SIG_DFL)
+os.execv(cmd[0], cmd)
+"""
+
+
+def _limits(settings, cgroup):
+    """rlimits of the kernel; with a memory cgroup, resident memory is capped there, not address space."""
+    mb = 1 << 20
+    limits = [("RLIMIT_AS", 0 if cgroup else settings["memory_mb"] * mb), ("RLIMIT_NPROC", settings["nproc"]),
+              ("RLIMIT_FSIZE", settings["fsize_mb"] * mb), ("RLIMIT_CPU", settings["cpu_s"]),
+              ("RLIMIT_NOFILE", settings["nofile"]), ("RLIMIT_CORE", 0)]
+    return [(n, v) for n, v in limits if v or n == "RLIMIT_CORE"]
 
 
 def _kernel_env(home):
     env = {k: v for k, v in os.environ.items() if k in KEEP_ENV or k.startswith(KEEP_ENV_PREFIXES)}
-    env.update(HOME=home, TMPDIR="/tmp", IPYTHONDIR=f"{home}/.ipython", MPLCONFIGDIR=f"{home}/.matplotlib",
-               JUPYTER_RUNTIME_DIR=home, JUPYTER_DATA_DIR=f"{home}/.jupyter", XDG_CACHE_HOME=f"{home}/.cache")
+    env.update(HOME=home, USER="student", LOGNAME="student", TMPDIR="/tmp", IPYTHONDIR=f"{home}/.ipython",
+               MPLCONFIGDIR=f"{home}/.matplotlib", JUPYTER_RUNTIME_DIR=f"{home}/.jupyter",
+               JUPYTER_DATA_DIR=f"{home}/.jupyter", XDG_CACHE_HOME=f"{home}/.cache",
+               # the kernel's parent is bubblewrap's init (pid 1): 1 tells ipykernel not to poll it
+               JPY_PARENT_PID="1")
     return env
 
 
-def _start_kernel(settings, cmd, connection):
-    """Runs in the process that becomes the kernel (PID 1 of the namespace when there is one)."""
-    root = os.geteuid() == 0
-    if settings["namespaces"] and root:
-        _hide_and_expose(settings)
-    home = f"/tmp/kernel-{os.getpid()}" if not (settings["namespaces"] and root) else "/tmp/kernel"
-    os.makedirs(home, mode=0o700, exist_ok=True)
-    connection_file = os.path.join(home, "connection.json")
-    with open(connection_file, "w") as f:
-        f.write(connection)
-    cmd = [connection_file if a == "{connection_file}" else a for a in cmd]
-    _limit(settings)
-    if root and settings["user"]:
-        user = pwd.getpwnam(settings["user"])
-        for path in (home, connection_file):
-            os.chown(path, user.pw_uid, user.pw_gid)
-        os.setgroups([])
-        os.setgid(user.pw_gid)
-        os.setuid(user.pw_uid)
-    _check(_libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "prctl no_new_privs")
-    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl pdeathsig")
-    os.chdir(home)
-    os.execve(cmd[0], cmd, _kernel_env(home))
-
-
 def launch(settings, cmd):
-    """Start `cmd` sandboxed; `-f FILE` in it is the connection file, read here while still privileged."""
+    """Start `cmd` (a kernel command whose `-f FILE` is in the runtime directory) sandboxed; wait for it."""
     settings = {**DEFAULTS, **settings}
+    root = os.geteuid() == 0
     cmd = list(cmd)
     i = cmd.index("-f") + 1
+    runtime = os.path.dirname(os.path.abspath(cmd[i]))
     with open(cmd[i]) as f:
-        connection = f.read()
-    cmd[i] = "{connection_file}"
-    if not (settings["namespaces"] and os.geteuid() == 0):
-        _start_kernel(settings, cmd, connection)
-    _check(_libc.unshare(CLONE_NEWNS | CLONE_NEWPID), "unshare")
-    child = os.fork()  # the child is PID 1 of the new PID namespace
+        transport = (json.loads(f.read() or "{}")).get("transport", "ipc")
+    if not os.path.basename(runtime).startswith(("ag-", "rt")) or transport != "ipc":
+        # not a private runtime directory made by SandboxKernelManager: never chown or bind a shared one
+        print(f"autograder sandbox: {cmd[i]} is not in a private runtime directory with the ipc transport "
+              "(use autograder.sandbox.SandboxKernelManager)", file=sys.stderr, flush=True)
+        os._exit(126)
+    cwd = os.getcwd()
+    use_bwrap = settings["bwrap"] and bwrap_path()
+    uid = settings["uid_base"] + os.getpid() if root and settings["separate_user"] else None
+    home = "/tmp/home" if use_bwrap else os.path.join(runtime, "home")
+    cgroups = None
+    if root and settings["cgroup"]:
+        try:
+            cgroups = Cgroups(f"{os.getpid()}", settings["memory_mb"], settings["nproc"])
+        except OSError as e:
+            print(f"autograder sandbox: WARNING: no cgroup for this kernel ({e}): memory is capped as "
+                  "address space only", file=sys.stderr, flush=True)
+    mounted = False
+    if root:  # a 1 MB tmpfs over the runtime directory: the kernel cannot fill the disk through it
+        with open(cmd[i]) as f:
+            connection = f.read()
+        mounted = _libc.mount(b"tmpfs", runtime.encode(), b"tmpfs", ctypes.c_ulong(MS_NOSUID | MS_NODEV),
+                              b"size=1m,nr_inodes=64,mode=0700") == 0
+        with open(cmd[i], "w") as f:
+            f.write(connection)
+    if uid is not None:
+        for path in [runtime] + [os.path.join(runtime, n) for n in os.listdir(runtime)]:
+            os.chown(path, uid, uid)
+        os.chmod(runtime, 0o700)
+    stub_cfg = dict(uid=uid, home=home, limits=_limits(settings, cgroups is not None), copy_from=SUBMISSION if use_bwrap else "")
+    stub = [sys.executable, "-I", "-S", "-c", STUB, json.dumps(stub_cfg)]
+    info_r = info_w = None
+    if use_bwrap:
+        shown = uid if uid is not None else os.getuid()
+        with open(os.path.join(runtime, "passwd"), "w") as f:
+            f.write(f"student:x:{shown}:{shown}:student:{home}:/bin/sh\n")
+        with open(os.path.join(runtime, "group"), "w") as f:
+            f.write(f"student:x:{shown}:\n")
+        info_r, info_w = os.pipe()
+        full = bwrap_args(settings, runtime, cwd, uid, info_w, root) + ["--"] + stub + cmd
+    else:
+        full = stub + cmd
+    child = os.fork()
     if child == 0:
         try:
-            _start_kernel(settings, cmd, connection)
+            os.setpgid(0, 0)  # jupyter's SIGINT to the launcher's group is forwarded, never fatal to bwrap
+            if cgroups:
+                cgroups.join()
+            if info_r is not None:
+                os.close(info_r)
+                os.set_inheritable(info_w, True)
+            _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+            os.execve(full[0], full, _kernel_env(home))
         except BaseException as e:  # noqa: BLE001: report, then die without running the parent's code
             print(f"autograder sandbox: cannot start the kernel: {e}", file=sys.stderr, flush=True)
         os._exit(127)
-    # the launcher waits as root outside the namespace; jupyter signals the whole process group,
-    # so the kernel receives SIGINT itself, and SIGKILL of the launcher kills the kernel (pdeathsig)
-    _check(_libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0), "prctl pdeathsig")
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the grader died: so do we, and bwrap with us
+    kernel = [child if not use_bwrap else None]
+    if info_w is not None:
+        os.close(info_w)
+
+    def kernel_pid():
+        if kernel[0] is None and info_r is not None:
+            try:
+                init = json.loads(os.read(info_r, 4096).decode())["child-pid"]
+                kernel[0] = next(int(p) for p in os.listdir("/proc") if p.isdigit() and _ppid(p) == init)
+            except (OSError, ValueError, KeyError, StopIteration):
+                return None
+        return kernel[0]
+
+    def forward(signum, _frame):
+        pid = kernel_pid()
+        if pid:
+            try:
+                os.kill(pid, signum)
+            except ProcessLookupError:
+                pass
+
+    signal.signal(signal.SIGINT, forward)
     signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGKILL))
-    _, status = os.waitpid(child, 0)
+    try:
+        while True:
+            try:
+                _, status = os.waitpid(child, 0)
+                break
+            except InterruptedError:
+                continue
+    finally:
+        if cgroups:
+            cgroups.remove()
+        if mounted:
+            _libc.umount2(runtime.encode(), MNT_DETACH)
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _ppid(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def launcher_cmd(settings):
@@ -184,67 +369,154 @@ def launcher_cmd(settings):
     return [sys.executable, os.path.abspath(__file__), json.dumps(settings), "--"]
 
 
-def probe(settings, timeout=60):
+# ---------------------------------------------------------------- probe: what holds here
+
+PROBE = r"""
+import json, os, socket, sys
+def seen(p):
+    try:
+        return bool(os.listdir(p)) if os.path.isdir(p) else open(p, 'rb').read(1) != b''
+    except OSError:
+        return False
+hidden = [p for p in json.loads(sys.argv[1]) if seen(p)]
+try:
+    socket.create_connection(("127.0.0.1", int(sys.argv[2])), timeout=2).close()
+    net = True
+except OSError:
+    net = False
+import importlib.util, ipykernel
+assert importlib.util.find_spec("course_utils"), "course_utils is not importable in the sandbox"
+print(json.dumps({"uid": os.getuid(), "seen": hidden, "net": net, "pids": len([p for p in os.listdir('/proc') if p.isdigit()])}))
+"""
+
+
+def probe(settings, timeout=120):
     """Try the launcher once with a kernel-like command; return (settings that work, warnings).
 
-    Drops namespaces, then the separate user, when they fail here, and says so.
+    Drops bubblewrap, then the separate user, then the cgroups, when they fail here, and says
+    so, naming each guarantee that does not hold.
     """
-    warnings = []
     settings = {**DEFAULTS, **settings}
-    if os.geteuid() != 0:
-        warnings.append("not running as root: the student's kernel runs as you, sees what you see "
-                        "(solutions/, the gradebook) and is limited by rlimits only")
-        return {**settings, "namespaces": False, "user": ""}, warnings
-    hidden = [p for p in settings["hide"] if os.path.exists(p)]
-    check = ("import os, sys, json\n"
-             "def seen(p):\n"
-             "    try:\n"
-             "        return bool(os.listdir(p)) if os.path.isdir(p) else open(p, 'rb').read(1) != b''\n"
-             "    except OSError:\n"
-             "        return False\n"
-             "seen = [p for p in json.loads(sys.argv[1]) if seen(p)]\n"
-             "import ipykernel, course_utils\n"
-             "print(json.dumps({'uid': os.getuid(), 'seen': seen}))\n")
-    attempts = [settings, {**settings, "namespaces": False}, {**settings, "namespaces": False, "user": ""}]
-    for attempt in attempts:
-        import tempfile
-        with tempfile.NamedTemporaryFile("w", suffix=".json") as conn:
-            conn.write("{}")
-            conn.flush()
-            cmd = launcher_cmd(attempt) + [sys.executable, "-c", check, json.dumps(hidden), "-f", conn.name]
-            try:
-                run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
-            except subprocess.TimeoutExpired:
-                continue
-        if run.returncode == 0:
-            seen = json.loads(run.stdout.strip().splitlines()[-1])["seen"]
-            if not attempt["namespaces"]:
-                warnings.append("mount/PID namespaces unavailable: the kernel runs in the host file system"
-                                + (f" and can list {', '.join(seen)}" if seen else ""))
-            if not attempt["user"]:
-                warnings.append("cannot run the kernel as an unprivileged user: it runs as root "
-                                "and could read or write any file it can reach")
-            return attempt, warnings
-        warnings.append(f"sandbox {attempt_name(attempt)} does not work here: "
-                        f"{(run.stderr.strip().splitlines() or ['exit ' + str(run.returncode)])[-1]}")
-    return {**settings, "namespaces": False, "user": ""}, warnings
+    hidden = [p for p in settings.get("must_not_see", []) if os.path.exists(p)]
+    warnings = []
+    root = os.geteuid() == 0
+    if settings["bwrap"] and not bwrap_path():
+        warnings.append("bubblewrap (bwrap) not found (apt-get install bubblewrap): the kernel sees the whole "
+                        "file system (other copies of the solutions, other students' files), shares the network "
+                        "(it can reach other kernels over loopback) and sees every process")
+        settings["bwrap"] = False
+    if not root:
+        warnings.append("not running as root: every kernel runs as you, so they share one process limit "
+                        "(RLIMIT_NPROC) and can read each other's files outside the sandbox; no cgroup, "
+                        "so memory is capped as address space (RLIMIT_AS), not resident memory")
+    elif settings["cgroup"]:
+        try:
+            Cgroups(f"probe-{os.getpid()}", settings["memory_mb"], settings["nproc"]).remove()
+        except OSError as e:
+            warnings.append(f"cannot make a memory and pids cgroup ({e}): resident memory and processes are "
+                            "not capped per kernel, only address space (RLIMIT_AS) and the per-uid process limit")
+            settings["cgroup"] = False
+    attempts = [settings]
+    if settings["bwrap"]:
+        attempts.append({**settings, "bwrap": False})
+    if root and settings["separate_user"]:
+        attempts += [{**a, "separate_user": False} for a in list(attempts)]
+    listener = __import__("socket").socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+    try:
+        for attempt in attempts:
+            ok, out = _try(attempt, hidden, listener.getsockname()[1], timeout)
+            if ok:
+                break
+            warnings.append(f"sandbox {attempt_name(attempt)} does not work here: {out}")
+        else:
+            return {**settings, "bwrap": False, "separate_user": False, "cgroup": False}, warnings
+    finally:
+        listener.close()
+    if settings["bwrap"] and not attempt["bwrap"]:
+        warnings.append("bubblewrap fails here: the kernel sees the whole file system, the network and every process")
+    if root and settings["separate_user"] and not attempt["separate_user"]:
+        warnings.append("cannot run the kernel as its own unprivileged uid: it runs as root, shares the process "
+                        "limit with the other kernels and can read or write any file it can reach")
+    if out["seen"]:
+        warnings.append(f"the kernel can read {', '.join(out['seen'])}")
+    if out["net"] and attempt["bwrap"]:
+        warnings.append("the kernel can reach the host's loopback network")
+    return attempt, warnings
+
+
+def _try(settings, hidden, port, timeout):
+    with tempfile.TemporaryDirectory(prefix="ag-probe-") as work:
+        runtime, cwd = os.path.join(work, "rt"), os.path.join(work, "cwd")
+        os.mkdir(runtime)
+        os.mkdir(cwd)
+        conn = os.path.join(runtime, "kernel.json")
+        with open(conn, "w") as f:
+            f.write("{}")
+        cmd = launcher_cmd(settings) + [sys.executable, "-c", PROBE, json.dumps([str(p) for p in hidden]),
+                                        str(port), "-f", conn]
+        try:
+            run = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+        except subprocess.TimeoutExpired:
+            return False, f"no answer in {timeout} s"
+    if run.returncode != 0:
+        return False, (run.stderr.strip().splitlines() or [f"exit {run.returncode}"])[-1]
+    return True, json.loads(run.stdout.strip().splitlines()[-1])
 
 
 def attempt_name(settings):
-    return "with namespaces" if settings["namespaces"] else (
-        f"as user {settings['user']}" if settings["user"] else "as root")
+    """In words: how the kernel is sandboxed."""
+    parts = ["bubblewrap" if settings.get("bwrap") else "no bubblewrap"]
+    if os.geteuid() == 0:
+        parts.append("its own uid" if settings.get("separate_user") else "as root")
+        parts.append("memory+pids cgroup" if settings.get("cgroup") else "no cgroup")
+    else:
+        parts.append("as you, no cgroup")
+    return ", ".join(parts) + ", rlimits"
 
+
+# ---------------------------------------------------------------- the kernel manager
 
 def _kernel_manager_class():
     from jupyter_client.manager import AsyncKernelManager
     from traitlets import Dict
 
     class SandboxKernelManager(AsyncKernelManager):
-        """A kernel manager that starts the kernel through the launcher above."""
+        """Starts the kernel through the launcher above and talks to it over Unix sockets.
+
+        The connection file and the sockets live in a private runtime directory (0700, owned by
+        the kernel's uid; as root, the launcher mounts a 1 MB tmpfs on it for the kernel's
+        lifetime), the only channel between the grader and the kernel, which has no network.
+        """
         sandbox = Dict({}, help="launcher settings (see autograder.sandbox.DEFAULTS)").tag(config=True)
+
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self.transport = "ipc"
+            self._runtime = None
+
+        async def _async_pre_start_kernel(self, **kw):
+            if self._runtime is None:
+                base = tempfile.gettempdir()
+                # short: a Unix socket path has at most 107 bytes
+                self._runtime = tempfile.mkdtemp(prefix="ag-", dir=base if len(base) < 64 else "/tmp")
+                self.connection_file = os.path.join(self._runtime, "kernel.json")
+                self.ip = os.path.join(self._runtime, "k")
+            return await super()._async_pre_start_kernel(**kw)
 
         def format_kernel_cmd(self, extra_arguments=None):
             return launcher_cmd(self.sandbox) + super().format_kernel_cmd(extra_arguments)
+
+        async def _async_cleanup_resources(self, restart=False):
+            await super()._async_cleanup_resources(restart=restart)
+            if not restart and self._runtime:
+                if os.path.ismount(self._runtime):  # the launcher was killed before it could unmount
+                    _libc.umount2(self._runtime.encode(), MNT_DETACH)
+                shutil.rmtree(self._runtime, ignore_errors=True)
+                self._runtime = None
+
+        cleanup_resources = _async_cleanup_resources
 
     return SandboxKernelManager
 
