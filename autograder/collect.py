@@ -136,7 +136,9 @@ def download_number(filename):
 def read_roster(path):
     """{student_id: {'fields': [identifying values], 'first_name', 'last_name', 'email'}} from a roster CSV.
 
-    The id column is student_id (or id, username, email). A student listed twice is one student.
+    The id column is student_id (or username, sis_login_id, id, email): a Canvas gradebook export
+    works as a roster (SIS Login ID is the id, Canvas's ID its lms_user_id, Student "Last, First" its
+    name). A student listed twice is one student.
     Two different ids that make the same safe id are an error.
     """
     with open(path, newline="", encoding="utf-8-sig") as f:
@@ -144,7 +146,9 @@ def read_roster(path):
     if not rows:
         return {}
     columns = {k.strip().lower().replace(" ", "_"): k for k in rows[0] if k}
-    key = next((columns[c] for c in ("student_id", "id", "username", "email") if c in columns), None)
+    key = next((columns[c] for c in ("student_id", "username", "sis_login_id", "id", "email") if c in columns), None)
+    canvas = "sis_login_id" in columns and "id" in columns  # Canvas's gradebook export: ID is Canvas's user id
+    lms_column = columns.get("lms_user_id") or (columns["id"] if canvas and columns["id"] != key else None)
     if key is None:
         raise ValueError(f"roster {path}: needs a student_id column (found: {', '.join(rows[0])})")
     students, raw_ids = {}, {}
@@ -159,11 +163,17 @@ def read_roster(path):
                              f"both make the student id '{sid}': give them ids that differ in more than "
                              f"case, spaces and punctuation")
         sid = student_id(other[0])
-        entry = students.setdefault(sid, dict(fields=[], first_name=None, last_name=None, email=None))
+        entry = students.setdefault(sid, dict(fields=[], first_name=None, last_name=None, email=None,
+                                              lms_user_id=None))
         entry["fields"] += [_nfc(v) for v in row.values() if isinstance(v, str) and _nfc(v)]
         for name in ("first_name", "last_name", "email"):
             if name in columns and _nfc(row.get(columns[name]) or ""):
                 entry[name] = entry[name] or _nfc(row[columns[name]])
+        if lms_column and _nfc(row.get(lms_column) or ""):
+            entry["lms_user_id"] = entry["lms_user_id"] or _nfc(row[lms_column])
+        full = _nfc(row.get(columns.get("student", ""), "") or "")  # Canvas: "Last, First"
+        if "," in full and not (entry["first_name"] or entry["last_name"]):
+            entry["last_name"], entry["first_name"] = (_nfc(x) for x in full.split(",", 1))
     return students
 
 

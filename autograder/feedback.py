@@ -122,6 +122,7 @@ def export(course_root, out_dir, log=print):
     out_dir.mkdir(parents=True, exist_ok=True)
     with Gradebook(f"sqlite:///{Path(course_root).resolve() / 'gradebook.db'}") as gb:
         CsvExportPlugin(to=str(out_dir / "grades.csv")).export(gb)
+        from .lms import export_lms; export_lms(gb, out_dir, log)  # canvas.csv, moodle.csv
         questions = _questions(gb)
     flagged = _flagged(course_root)
     with open(out_dir / "summary.csv", "w", newline="") as f:
@@ -169,6 +170,7 @@ def _summary_md(questions, flagged):
               f"{q['mean']:.2f} |" for q in questions]
     lines += ["", f"## Flagged for manual review ({len(flagged)})", ""]
     for (lesson, student), flags in sorted(flagged.items()):
-        lines.append(f"- **{student}**, {lesson}:")
+        lines.append(f"- **{student}**, {lesson} (formgrader: /formgrader/manage_students/{student}/{lesson}; "
+                     f"notebook: autograded/{student}/{lesson}/{lesson}.ipynb):")
         lines += [f"  - {f}" for f in flags]
     return "\n".join(lines) + "\n"

@@ -191,7 +191,8 @@ def test_a_student_twice_in_the_roster_is_one_student(tmp_path):
     roster = tmp_path / "roster.csv"
     roster.write_text("student_id,name,email\njdoe,Jane Doe,\njdoe,,jane@uni.edu\n")
     assert read_roster(roster) == {"jdoe": dict(fields=["jdoe", "Jane Doe", "jdoe", "jane@uni.edu"],
-                                                first_name=None, last_name=None, email="jane@uni.edu")}
+                                                first_name=None, last_name=None, email="jane@uni.edu",
+                                                lms_user_id=None)}
     src = _tree(tmp_path / "in", ["jane@uni.edu/01_seq2seq_bottleneck.ipynb"])
     got = collect(src, tmp_path / "course", LESSONS, roster=roster, **quiet)
     assert _pairs(got) == [("jdoe", "01_seq2seq_bottleneck")] and got.students == ["jdoe"]
@@ -438,3 +439,12 @@ def test_export_has_a_row_per_lesson_for_every_student_or_a_listed_reason(tmp_pa
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         ann = gb.find_student("ann")
         assert (ann.first_name, ann.last_name, ann.email) == ("Ann", "Lee", "ann@uni.edu")
+
+
+def test_a_canvas_gradebook_export_works_as_a_roster(tmp_path):
+    roster = tmp_path / "canvas.csv"
+    roster.write_text('Student,ID,SIS User ID,SIS Login ID,Section,Quiz 1\n'
+                      '    Points Possible,,,,,10\n'
+                      '"Doe, Jane",4711,S123,jdoe,Section A,9\n')
+    assert read_roster(roster) == {"jdoe": dict(fields=["Doe, Jane", "4711", "S123", "jdoe", "Section A", "9"],
+                                                first_name="Jane", last_name="Doe", email=None, lms_user_id="4711")}
