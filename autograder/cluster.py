@@ -1,0 +1,178 @@
+"""`grade --scheduler`: grade a class on a Dask cluster, with the same sandboxed worker as local grading.
+
+Each (lesson, student) becomes one Dask task that carries what it needs as data: the
+lesson's source and release notebooks, a gradebook holding the lesson but no student, the
+submitted files and the limits. On whichever Dask worker takes it, the task builds a
+private course directory in a temporary folder and calls `grading.grade` there: the same
+sandboxed kernel, the same flags, the same zero-and-flag for a submission that cannot be
+graded. It returns that one-submission gradebook, the autograded notebook and the report
+as data; the instructor's machine merges them into its own gradebook one at a time, as
+local grading does. Workers need the course's environment (a clone of this repository
+with its requirements installed) but no shared file system.
+
+Faults: a task whose worker dies is retried once on another worker (Dask's
+`allowed-failures`); a task that fails twice is entered with zero and flagged. A result is
+merged once, when its task completes; Ctrl-C cancels the rest, keeps what finished, and
+lists what was not graded.
+"""
+import json
+import os
+import shutil
+import socket
+import tempfile
+import time
+from pathlib import Path
+
+from . import grading
+
+ALLOWED_FAILURES = 1  # a task is retried once when its worker dies, then recorded as failed
+
+
+def connect(scheduler):
+    """A dask.distributed Client for 'tcp://host:port' or 'local:N' (a local cluster of N worker processes)."""
+    try:
+        import dask
+        from distributed import Client, LocalCluster
+    except ImportError:
+        raise SystemExit("grading on a cluster needs Dask: pip install -e .[cluster]") from None
+    dask.config.set({"distributed.scheduler.allowed-failures": ALLOWED_FAILURES})
+    if scheduler.startswith("local:"):
+        n = int(scheduler.split(":", 1)[1] or 2)
+        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
+                               env={"PYTHONPATH": str(grading.REPO)})
+        return Client(cluster)
+    return Client(scheduler, timeout="30s")
+
+
+def _template_gradebook(course_root, lesson, folder):
+    """A copy of the course gradebook that keeps the lesson's definition (cells, points) and no student."""
+    from nbgrader.api import Gradebook
+    path = Path(folder, f"{lesson}.db")
+    shutil.copyfile(Path(course_root, "gradebook.db"), path)
+    with Gradebook(f"sqlite:///{path}") as gb:
+        for student in [s.id for s in gb.students]:
+            gb.remove_student(student)
+        gb.db.commit()
+        gb.db.execute(__import__("sqlalchemy").text("VACUUM"))
+    return path.read_bytes()
+
+
+def make_job(course_root, lesson, student, limits, template):
+    folder = Path(course_root, "submitted", student, lesson)
+    files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+    read = lambda *parts: Path(course_root, *parts).read_bytes()  # noqa: E731
+    return dict(lesson=lesson, student=student, limits=limits.__dict__, gradebook=template, files=files,
+                source=read("source", lesson, f"{lesson}.ipynb"),
+                release=read("release", lesson, f"{lesson}.ipynb"))
+
+
+def grade_job(job):
+    """Runs on a Dask worker: grade one submission in a private course directory; return the results as data."""
+    lesson, student = job["lesson"], job["student"]
+    log = []
+    with tempfile.TemporaryDirectory(prefix="autograder-job-") as tmp:
+        course = Path(tmp, "course")
+        for kind, data in (("source", job["source"]), ("release", job["release"])):
+            Path(course, kind, lesson).mkdir(parents=True)
+            Path(course, kind, lesson, f"{lesson}.ipynb").write_bytes(data)
+        for name, data in job["files"].items():
+            target = Path(course, "submitted", student, lesson, name)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            target.write_bytes(data)
+        Path(course, "gradebook.db").write_bytes(job["gradebook"])
+        results = grading.grade(course, [lesson], [student], jobs=1, limits=grading.Limits(**job["limits"]),
+                                log=log.append)
+        autograded = Path(course, "autograded", student, lesson)
+        return dict(lesson=lesson, student=student, result=results[0].__dict__ if results else None,
+                    gradebook=Path(course, "gradebook.db").read_bytes(), log=log, worker=socket.gethostname(),
+                    autograded={str(p.relative_to(autograded)): p.read_bytes()
+                                for p in sorted(autograded.rglob("*")) if p.is_file()} if autograded.exists() else {})
+
+
+def apply_reply(course_root, reply):
+    """On the instructor's machine: merge one task's gradebook, write its autograded notebook and report."""
+    lesson, student = reply["lesson"], reply["student"]
+    work = Path(course_root, ".grading", lesson, student)
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    shard = work / "gradebook.db"
+    shard.write_bytes(reply["gradebook"])
+    result = grading.Result(**reply["result"])
+    result.score, result.max_score = grading.merge(f"sqlite:///{shard.resolve()}", course_root, lesson, student)
+    target = Path(course_root, "autograded", student, lesson)
+    shutil.rmtree(target, ignore_errors=True)
+    for name, data in reply["autograded"].items():
+        Path(target, name).parent.mkdir(parents=True, exist_ok=True)
+        Path(target, name).write_bytes(data)
+    shutil.rmtree(work, ignore_errors=True)
+    return result
+
+
+def failed_result(course_root, lesson, student, error):
+    """A task that could not run (its workers died twice, or it raised): zero, flagged."""
+    result = grading.Result(lesson, student, status="failed", error=error)
+    result.score, result.max_score = grading.record_failure(course_root, lesson, student)
+    result.flags.append(f"grading: {error.strip().splitlines()[-1] if error.strip() else 'failed on the cluster'}")
+    return result
+
+
+def grade_cluster(course_root, lessons, students, scheduler, limits=grading.Limits(), log=print, force=False):
+    """`grade --scheduler`: the submissions `grade` would take (unchanged ones skipped unless force), on Dask."""
+    course_root = Path(course_root).resolve()
+    if not Path(course_root, "gradebook.db").exists():
+        raise FileNotFoundError(f"no gradebook in {course_root}: run `python -m autograder release` first")
+    todo = grading.submissions(course_root, lessons, students)
+    done = [] if force else [t for t in todo if grading.already_graded(course_root, *t)]
+    if done:
+        log(f"skipping {len(done)} submission(s) already graded (--force regrades them)")
+    todo = [t for t in todo if t not in done]
+    if not todo:
+        log(f"nothing to grade in {course_root / 'submitted'}")
+        return []
+    log(f"grading {len(todo)} submission(s) on the Dask cluster at {scheduler}")
+    return grade_on_cluster(course_root, todo, scheduler, limits=limits, log=log)
+
+
+def grade_on_cluster(course_root, todo, scheduler, limits=grading.Limits(), log=print, client=None):
+    """Grade [(lesson, student)] on a Dask cluster; merge each result as it arrives; return [Result]."""
+    from distributed import as_completed
+    from tqdm.auto import tqdm
+    course_root = Path(course_root).resolve()
+    own_client = client is None
+    client = client or connect(scheduler)
+    if client.dashboard_link:
+        log(f"Dask dashboard: {client.dashboard_link}")
+    results, futures = [], {}
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            templates = {lesson: _template_gradebook(course_root, lesson, tmp) for lesson in sorted({l for l, _ in todo})}
+        for lesson, student in todo:
+            job = make_job(course_root, lesson, student, limits, templates[lesson])
+            # pure=False: a re-run of the same job must run again; retries come from allowed-failures
+            futures[client.submit(grade_job, job, pure=False, key=f"grade-{lesson}-{student}-{time.time_ns()}")] = (lesson, student)
+        bar = tqdm(total=len(futures), desc="grading", unit="nb")
+        failed = 0
+        for future in as_completed(futures):
+            lesson, student = futures.pop(future)
+            try:
+                result = apply_reply(course_root, future.result())
+            except Exception as e:  # noqa: BLE001: KilledWorker twice, a lost task: zero and a flag, never lost
+                result = failed_result(course_root, lesson, student, f"{type(e).__name__}: {e}")
+            failed += result.status != "graded"
+            results.append(grading._done(course_root, result, lambda line: bar.write(line)))
+            bar.update()
+            bar.set_postfix(failed=failed, running=len(futures))
+        bar.close()
+    except KeyboardInterrupt:
+        for future in futures:
+            future.cancel()
+        left = sorted(futures.values())
+        log(f"interrupted: {len(results)} graded and merged; not graded ({len(left)}): "
+            + ", ".join(f"{l}/{s}" for l, s in left))
+    finally:
+        if own_client:
+            cluster = getattr(client, "cluster", None)
+            client.close()
+            if cluster is not None:
+                cluster.close()
+    return results
