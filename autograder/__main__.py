@@ -76,6 +76,10 @@ def main(argv=None):
                    help="address-space limit of the kernel (default 4096)")
     p.add_argument("--nproc", type=int, default=512, metavar="N",
                    help="processes and threads of the sandbox user (default 512)")
+    p.add_argument("--scheduler", metavar="ADDRESS",
+                   help="grade on a Dask cluster: tcp://HOST:8786 for a running scheduler, or local:N for a "
+                        "local cluster of N workers (needs the `cluster` extra; see the README, "
+                        "'Grading a large class')")
     p.add_argument("--force", action="store_true",
                    help="regrade submissions already graded (default: skip those whose notebook is unchanged "
                         "since their report was written, so that an interrupted run resumes)")
@@ -103,8 +107,13 @@ def main(argv=None):
         limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
                         memory_mb=args.memory_mb, nproc=args.nproc)
         try:
-            results = grade(course, args.lessons or None, args.student, jobs=args.jobs, limits=limits,
-                            force=args.force)
+            if args.scheduler:
+                from .cluster import grade_cluster
+                results = grade_cluster(course, args.lessons or None, args.student, args.scheduler, limits=limits,
+                                        force=args.force)
+            else:
+                results = grade(course, args.lessons or None, args.student, jobs=args.jobs, limits=limits,
+                                force=args.force)
         except GradingInterrupted:  # grade() has stopped the workers, kept what finished and said what is left
             return 130
         failed = sum(r.status != "graded" for r in results)
