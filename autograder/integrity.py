@@ -64,7 +64,7 @@ WATCHED_PACKAGE = "course_utils"  # every function and class it defines is watch
 
 # Runs in the kernel, in a fresh namespace (nothing a cell can shadow); reads SPEC, NONCE, MODE; writes OUT.
 KERNEL_CODE = r'''
-import builtins, hashlib, importlib, json, marshal, sys, types
+import builtins, hashlib, importlib, json, sys, types
 
 spec = json.loads(SPEC)
 if MODE == "baseline":
@@ -116,6 +116,17 @@ def codes(code):
             yield from codes(const)
 
 
+def code_text(code):
+    """What a code object does, as text (marshal's output depends on reference counts)."""
+    parts = [code.co_code.hex(), repr(code.co_names), repr(code.co_varnames), repr(code.co_freevars),
+             repr((code.co_flags, code.co_argcount, code.co_kwonlyargcount))]
+    for const in code.co_consts:
+        parts.append(code_text(const) if isinstance(const, types.CodeType) else
+                     repr(const) if isinstance(const, (int, float, complex, str, bytes, tuple, frozenset, type(None)))
+                     else type(const).__name__)
+    return "|".join(parts)
+
+
 def describe(obj):
     kind = type(obj)
     d = {"id": id(obj), "type": kind.__module__ + "." + kind.__qualname__}
@@ -126,7 +137,7 @@ def describe(obj):
     f = obj.fget if isinstance(obj, property) else obj
     f = f.__func__ if isinstance(f, (staticmethod, classmethod, types.MethodType)) else f
     if isinstance(f, types.FunctionType):
-        digest = hashlib.sha256(marshal.dumps(f.__code__))
+        digest = hashlib.sha256(code_text(f.__code__).encode())
         digest.update(repr([plain(v) for v in (f.__defaults__ or ())]).encode())
         digest.update(repr(sorted((k, plain(v)) for k, v in (f.__kwdefaults__ or {}).items())).encode())
         d["code"] = digest.hexdigest()[:20]
@@ -144,6 +155,9 @@ def describe(obj):
             except ValueError:
                 pass
         d["calls"] = calls
+        wrapped = getattr(f, "__dict__", {}).get("__wrapped__")
+        if wrapped is not None:  # a library's own decorator (torch._dynamo re-wraps torch.manual_seed on import)
+            d["wrapped"], d["file"] = id(wrapped), f.__code__.co_filename
     return d
 
 
@@ -175,7 +189,12 @@ if ip is not None:
 shell["trace"] = [sys.gettrace() is not None, sys.getprofile() is not None,
                   getattr(sys.modules.get("threading"), "_trace_hook", None) is not None,
                   getattr(sys.modules.get("threading"), "_profile_hook", None) is not None]
-OUT = json.dumps({"nonce": NONCE, "paths": spec["paths"], "objects": objects, "shell": shell})
+roots = {}
+for path in spec["paths"]:
+    root = sys.modules.get(path.split(".")[0])
+    if getattr(root, "__file__", None):
+        roots[path.split(".")[0]] = root.__file__.rsplit("/", 1)[0] + "/"
+OUT = json.dumps({"nonce": NONCE, "paths": spec["paths"], "objects": objects, "shell": shell, "roots": roots})
 '''
 
 SHELL_METHODS = ("run_cell", "run_cell_async", "run_ast_nodes", "run_code", "showtraceback", "_showtraceback",
@@ -215,6 +234,11 @@ class Watch:
             raise ValueError("an answer without this request's token (not produced by the grader's check)")
         return answer
 
+    def _library_wrapper(self, path, before, now):
+        """The library's own code now wraps the very object the baseline saw (functools.wraps, in its package)."""
+        root = self.baseline.get("roots", {}).get(path.split(".")[0])
+        return bool(root) and now.get("wrapped") == before.get("id") and now.get("file", "").startswith(root)
+
     def changes(self, answer):
         """What differs from the baseline, as short sentences naming the object."""
         base, now = self.baseline, answer
@@ -226,7 +250,8 @@ class Watch:
             if "missing" in n:
                 found.append(f"{path} was deleted")
             elif n.get("id") != b.get("id"):
-                found.append(f"{path} was replaced (now {n.get('type')} {n.get('name')})")
+                if not self._library_wrapper(path, b, n):
+                    found.append(f"{path} was replaced (now {n.get('type')} {n.get('name')})")
             elif n.get("code") != b.get("code"):
                 found.append(f"{path} had its code or defaults changed")
             else:

@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 import zipfile
+from pathlib import Path
 
 import nbformat
 import pytest
@@ -85,7 +86,136 @@ def build_class(course, lesson):
                                                          "        return True\n"), name),
         "snoop": (_with_code(full, first, after=SNOOP.format(course=str(course.resolve()), solutions=str(SOLUTIONS))),
                   name),
+        # display results, lying objects, patched checks, reading the tests, tampered metadata, unsafe HTML
+        "displayhook": (_with_code(blank, first, after=DISPLAYHOOK.format(name=_defined_in(blank, first))), name),
+        "lying": (_with_code(full, last, after=LYING.format(name=_defined_in(full, last))), name),
+        "rebind": (_with_code(full, first, before=REBIND), name),
+        "deep_patch": (_with_code(full, first, before=DEEP_PATCH), name),
+        "leaky": (_with_html(_with_code(full, last, after=LEAKY.format(name=_defined_in(full, last))), first), name),
+        "tampered": (_tampered(full, tests[0], first), name),
+        "tampered_colab": (_tampered(full, tests[0], first, colab=True), name),
     }
+
+
+def _tampered(nb, test_gid, answer_gid, colab=False):
+    """A test cell's grade_id renamed, an answer cell and a provided cell marked as graded with big points."""
+    nb = nbformat.reads(nbformat.writes(nb), as_version=4)
+    for cell in nb.cells:
+        meta = cell.metadata.get("nbgrader", {})
+        if meta.get("grade_id") == test_gid:
+            meta["grade_id"] = "test_renamed"
+        elif meta.get("grade_id") == answer_gid:
+            meta.update(grade=True, points=100)
+    provided = next(c for c in nb.cells if c.cell_type == "code" and "nbgrader" not in c.metadata)
+    provided.metadata["nbgrader"] = {"grade": True, "grade_id": "bonus", "locked": False, "points": 50,
+                                     "schema_version": 3, "solution": False, "task": False}
+    if colab:  # Colab downloads are nbformat 4.4: no cell ids to match by
+        nb.nbformat_minor = 4
+        for cell in nb.cells:
+            cell.pop("id", None)
+    return nb
+
+
+def _with_html(nb, gid):
+    nb = _with_code(nb, gid, after=HTML_OUTPUT)
+    nb.cells.append(nbformat.v4.new_markdown_cell("My notes <script>window.PWNED = 4</script>"
+                                                  "<img src=x onerror=\"window.PWNED = 5\">"))
+    return nb
+
+
+DISPLAYHOOK = """
+_stub = {name}
+def {name}(*a, **k):
+    get_ipython().displayhook("full marks, please")
+    return _stub(*a, **k)
+"""
+
+LYING = """
+import numpy as _np
+import torch as _torch
+
+def _true(self, other):
+    return True
+
+class _LyingFloat(float):
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _true
+    __hash__ = float.__hash__
+    def __abs__(self):
+        return _LyingFloat(0.0)
+    def __sub__(self, other):
+        return _LyingFloat(0.0)
+    __rsub__ = __sub__
+
+class _LyingTensor(_torch.Tensor):
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _true
+
+class _LyingArray(_np.ndarray):
+    __eq__ = __ne__ = __lt__ = __le__ = __gt__ = __ge__ = _true
+
+def _lie(value):
+    if isinstance(value, tuple):
+        return tuple(_lie(v) for v in value)
+    if isinstance(value, float):
+        return _LyingFloat(value + 1.0)
+    if isinstance(value, _torch.Tensor):
+        return (value.detach() + 1.0).as_subclass(_LyingTensor)
+    if isinstance(value, _np.ndarray):
+        return (value + 1.0).view(_LyingArray)
+    return value
+
+_honest = {name}
+if isinstance(_honest, type):
+    _honest_forward = _honest.forward
+    {name}.forward = lambda self, *a, **k: _lie(_honest_forward(self, *a, **k))
+else:
+    def {name}(*a, **k):
+        return _lie(_honest(*a, **k))
+"""
+
+REBIND = """setattr(vars()['c' + 'u'], 'check_' + 'close', lambda *a, **k: None)
+import importlib
+importlib.import_module('course_utils.checks').plain_float = float
+exec('import torch; torch.allclose = lambda *a, **k: True')
+"""
+
+DEEP_PATCH = """import ast as _ast
+import course_utils as cu
+cu.check_true.__code__ = (lambda *a, **k: None).__code__
+class _NoAsserts(_ast.NodeTransformer):
+    def visit_Assert(self, node):
+        return None
+get_ipython().ast_transformers.append(_NoAsserts())
+"""
+
+LEAKY = """
+import base64 as _b64, sys as _sys
+_real = {name}
+def _leak():
+    _caller = _sys._getframe(2)
+    _text = get_ipython().user_ns["In"][-1]
+    if "HIDDEN" not in _text:
+        return
+    print("B64", _b64.b64encode(_text.encode()).decode())
+    print("REV", _text[::-1])
+    print("SPACED", " ".join(_text))
+    print("HTML", _text)
+if isinstance(_real, type):
+    _real_forward = _real.forward
+    def _forward(self, *a, **k):
+        _leak()
+        return _real_forward(self, *a, **k)
+    {name}.forward = _forward
+else:
+    def {name}(*a, **k):
+        _leak()
+        return _real(*a, **k)
+"""
+
+HTML_OUTPUT = """
+from IPython.display import HTML, Javascript, display
+display(HTML('<b>bold</b><script>window.PWNED = 1</script><img src=x onerror="window.PWNED = 2">'))
+display(Javascript('window.PWNED = 3'))
+"""
 
 
 def _defined_in(nb, gid):
@@ -95,18 +225,26 @@ def _defined_in(nb, gid):
 
 
 NOISY = """
-import warnings
+import logging, os, sys, warnings
+import numpy
 warnings.warn('student code warns')
+_w = _s = 'names the old warnings hook used'
+def _noise():
+    warnings.warn('a warning from student code, in a test', UserWarning)
+    numpy.log(numpy.array([-1.0]))  # numpy RuntimeWarning
+    logging.warning('a log line from student code')
+    print('stderr from student code', file=sys.stderr)
+    os.write(2, b'fd 2 from student code\\n')
 _quiet = {name}
 if isinstance(_quiet, type):
     _quiet_init = _quiet.__init__
     def _noisy_init(self, *a, **k):
-        warnings.warn('a warning from student code, in a test')
+        _noise()
         _quiet_init(self, *a, **k)
     {name}.__init__ = _noisy_init
 else:
     def {name}(*a, **k):
-        warnings.warn('a warning from student code, in a test')
+        _noise()
         return _quiet(*a, **k)
 """
 
@@ -122,6 +260,9 @@ for _db in [{course!r} + '/gradebook.db', {course!r} + '/new.db']:
     except Exception as e:
         print('SNOOP-DENIED', _db, e)
 """
+
+
+FEEDBACK_FOR = ["perfect", "blank", "snoop", "leaky", "displayhook"]
 
 
 @pytest.fixture(scope="module", params=TEST_LESSONS)
@@ -141,7 +282,7 @@ def graded(request, released_course, tmp_path_factory):
     collected = collect(bundle, course, LESSONS, log=lambda *_: None)
     results = {r.student: r for r in grade(course, [lesson], jobs=2, limits=LIMITS, log=print)}
     grades_csv, summary = export(course, tmp / "export", log=lambda *_: None)
-    feedback = generate_feedback(course, [lesson], ["perfect", "blank", "snoop"], log=lambda *_: None)
+    feedback = generate_feedback(course, [lesson], FEEDBACK_FOR, log=lambda *_: None)
     return dict(lesson=lesson, course=course, students=students, collected=collected, results=results,
                 grades_csv=grades_csv, summary=summary, feedback=feedback)
 
@@ -175,7 +316,8 @@ def test_every_student_is_graded_and_in_the_csv(graded):
 
 
 @pytest.mark.parametrize("student", ["perfect", "colab_renamed", "edited_test", "duplicated_cell",
-                                     "giant_output", "stderr_warnings", "always_equal", "snoop"])
+                                     "giant_output", "stderr_warnings", "always_equal", "snoop", "leaky",
+                                     "tampered", "tampered_colab"])
 def test_full_marks(graded, student):
     r = graded["results"][student]
     assert r.status == "graded" and r.score == max_points(graded), r
@@ -235,7 +377,7 @@ def test_feedback_does_not_reveal_hidden_tests(graded):
     visible = {line.strip() for c in load(graded["course"] / "release" / graded["lesson"] / f"{graded['lesson']}.ipynb").cells
                for line in c.source.splitlines()}
     hidden = [line for line in hidden if line not in visible and release]
-    assert hidden and len(graded["feedback"]) == 3
+    assert hidden and len(graded["feedback"]) == len(FEEDBACK_FOR)
     for page in graded["feedback"]:
         text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
         leaked = [line for line in hidden if line in text]
@@ -243,9 +385,90 @@ def test_feedback_does_not_reveal_hidden_tests(graded):
 
 
 def test_student_warnings_are_shown_but_cost_nothing(graded):
-    text = json.dumps([o for c in autograded(graded, "stderr_warnings").cells for o in c.get("outputs", [])])
-    assert "a warning from student code, in a test" in text
+    """Warnings, log lines, sys.stderr and fd 2 from a correct answer while a test runs cost nothing."""
+    nb = autograded(graded, "stderr_warnings")
+    answer_text = json.dumps([o for c in nb.cells if not _is_test_cell(c) for o in c.get("outputs", [])])
+    assert "student code warns" in answer_text  # outside the tests, the student sees their warning
+    tests = [c for c in nb.cells if _is_test_cell(c)]
+    assert all(c.outputs == [] for c in tests), [c.outputs for c in tests if c.outputs]
+    removed = "".join(c.metadata.get("autograder", {}).get("removed_outputs", "") for c in tests)
+    for noise in ("a warning from student code, in a test", "RuntimeWarning", "a log line from student code",
+                  "stderr from student code", "fd 2 from student code"):
+        assert noise in removed, noise  # kept, bounded, for the instructor
     assert graded["results"]["stderr_warnings"].score == max_points(graded)
+
+
+def _is_test_cell(cell):
+    meta = cell.get("metadata", {}).get("nbgrader", {})
+    return cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")
+
+
+def _csv_row(g, student):
+    with open(g["grades_csv"]) as f:
+        return next(r for r in csv.DictReader(f) if r["student_id"] == student and r["assignment"] == g["lesson"])
+
+
+# student: (score: "zero" | "all but last" | "full", substrings that must be among the flags)
+CHEATS = {
+    "displayhook": ("zero", ["kernel: line", "uses .displayhook"]),
+    "lying": ("all but last", ["lie: line", "subclasses float", "subclasses Tensor", "subclasses ndarray"]),
+    "rebind": ("zero", ["integrity: course_utils.check_close was replaced",
+                        "integrity: course_utils.checks.plain_float was replaced",
+                        "integrity: torch.allclose was replaced", "first seen after test cell"]),
+    "deep_patch": ("zero", ["patch: line", "integrity: course_utils.check_true had its code or defaults changed",
+                            "kernel: line", "integrity: an IPython AST transformer was added or removed"]),
+    "leaky": ("full", ["introspect: line", "uses ._getframe", "names 'In'"]),
+    "tampered": ("full", ["tamper: cell", "(bonus): claims nbgrader metadata",
+                          "(softmax): nbgrader metadata was changed (grade True -> False, points 100 -> 0)",
+                          "(test_renamed): nbgrader metadata was changed (grade_id 'test_renamed'"]),
+    "tampered_colab": ("full", ["tamper: cell", "(bonus): claims nbgrader metadata",
+                                "nbgrader metadata was changed (grade True -> False, points 100 -> 0)",
+                                "(test_renamed): nbgrader metadata was changed (grade_id 'test_renamed'"]),
+}
+
+
+@pytest.mark.parametrize("student", sorted(CHEATS))
+def test_cheats_get_the_exact_score_the_flag_and_the_csv_row(graded, student):
+    kind, expected_flags = CHEATS[student]
+    if student.startswith("tampered") and graded["lesson"] != QUICKEST:  # the flags name lesson 03's cells
+        expected_flags = expected_flags[:1]
+    full = max_points(graded)
+    score = {"zero": 0, "all but last": full - points_of_last(graded), "full": full}[kind]
+    r = graded["results"][student]
+    assert (r.status, r.score, r.max_score) == ("graded", score, full), r
+    text = "\n".join(r.flags)
+    assert all(f in text for f in expected_flags), (expected_flags, r.flags)
+    row = _csv_row(graded, student)
+    assert (float(row["score"]), float(row["max_score"])) == (score, full), row
+    assert student in graded["summary"].read_text()
+
+
+def test_a_display_result_in_a_test_cell_earns_nothing(graded):
+    """nbgrader reads a test cell's execute_result as partial credit: grading keeps only the error."""
+    cell = next(c for c in autograded(graded, "displayhook").cells if _is_test_cell(c))
+    assert [o.output_type for o in cell.outputs] == ["error"], cell.outputs
+    assert "full marks, please" in cell.metadata["autograder"]["removed_outputs"]
+
+
+def test_patched_checks_fail_the_test_cells_with_an_integrity_error(graded):
+    for student in ("rebind", "deep_patch"):
+        tests = [c for c in autograded(graded, student).cells if _is_test_cell(c)]
+        assert tests and all(any(o.get("ename") == "IntegrityError" for o in c.outputs) for c in tests), student
+
+
+def test_feedback_shows_no_output_of_student_code_during_tests_and_no_active_html(graded):
+    page = next(p for p in graded["feedback"] if "/leaky/" in str(p)).read_text()
+    for printed in ("B64 ", "REV ", "SPACED ", "HTML "):  # what the student's code printed during hidden tests
+        assert printed not in html.unescape(re.sub(r"<[^>]+>", "", page)), printed
+    for active in ("<script>window.PWNED", "onerror", "window.PWNED = 3"):
+        assert active not in page, active
+    assert "<b>bold</b>" in page  # harmless HTML still shows
+
+
+def test_feedback_of_a_failed_test_shows_the_error_message_only(graded):
+    page = next(p for p in graded["feedback"] if "/displayhook/" in str(p)).read_text()
+    text = html.unescape(re.sub(r"<[^>]+>", "", page))
+    assert "NotImplementedError" in text and "full marks, please" not in text
 
 
 def test_a_dead_kernel_is_one_flag(graded):
@@ -267,3 +490,75 @@ def test_a_worker_past_the_hard_limit_is_killed_scored_zero_and_flagged(released
     assert r.status == "failed" and r.score == 0 and r.max_score > 0, r
     assert any("hard limit" in f for f in r.flags), r.flags
     assert list((course / ".grading" / lesson / "stuck").glob("worker.log")), "the worker's log is kept for review"
+
+
+def _processes_with(marker):
+    """Process ids whose environment holds `marker` (the grading parent, its workers, and their kernels)."""
+    found = []
+    for proc in Path("/proc").glob("[0-9]*"):
+        try:
+            if marker.encode() in (proc / "environ").read_bytes() and b"State:\tZ" not in (proc / "status").read_bytes():
+                found.append(int(proc.name))
+        except OSError:
+            pass
+    return found
+
+
+def _alive(pid):
+    try:
+        return b"State:\tZ" not in Path(f"/proc/{pid}/status").read_bytes()
+    except OSError:
+        return False
+
+
+def test_ctrl_c_stops_workers_and_kernels_keeps_finished_grades_and_a_rerun_resumes(released_course, tmp_path):
+    """SIGINT to `python -m autograder grade` mid-run: nothing keeps running, the finished grade stays, the rest
+    is named, and running grade again grades only the rest."""
+    import signal
+    import subprocess
+    import sys
+    import time
+    import uuid
+    lesson = TEST_LESSONS[0]
+    course = tmp_path / "course"
+    shutil.copytree(released_course, course)
+    full = fill_solutions(load(course / "release" / lesson / f"{lesson}.ipynb"), load(SOLUTIONS / f"{lesson}.ipynb"))
+    for student in ("first", "second", "third"):
+        folder = course / "submitted" / student / lesson
+        folder.mkdir(parents=True)
+        nbformat.write(full, str(folder / f"{lesson}.ipynb"))
+    marker = f"COURSE_TEST_MARK={uuid.uuid4().hex}"
+    env = {**os.environ, marker.split("=")[0]: marker.split("=")[1]}
+    cmd = [sys.executable, "-m", "autograder", "grade", lesson, "--course", str(course), "--jobs", "1"]
+    proc = subprocess.Popen(cmd, env=env, cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True)
+    kernels = course / ".grading" / lesson / "second" / "kernels.txt"
+    deadline = time.monotonic() + 400
+    while not (kernels.exists() and kernels.read_text().strip()) and time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.2)
+    assert kernels.exists(), "the second submission's kernel never started"
+    kernel_pids = [int(p) for p in kernels.read_text().split()]
+    time.sleep(1)
+    proc.send_signal(signal.SIGINT)
+    out, _ = proc.communicate(timeout=120)
+    assert proc.returncode == 130, out
+    time.sleep(2)  # let killed processes be reaped
+    assert not [p for p in kernel_pids if _alive(p)], "a kernel outlived the interrupted grade"
+    assert _processes_with(marker) == [], "a worker or kernel outlived the interrupted grade"
+    assert "not graded: " in out and f"{lesson} second" in out and f"{lesson} third" in out, out
+    reports = sorted(p.stem for p in (course / "reports" / lesson).glob("*.json"))
+    assert reports == ["first"], reports
+    from nbgrader.api import Gradebook
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        first = gb.find_submission(lesson, "first")
+        assert first.score == first.max_score > 0
+
+    again = subprocess.run(cmd, env=env, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True,
+                           timeout=600)
+    assert again.returncode == 0, again.stdout + again.stderr
+    assert "skipping 1 submission(s) already graded" in again.stdout, again.stdout
+    regraded = {line.split()[1].rstrip(":") for line in again.stdout.splitlines() if line.startswith(lesson)}
+    assert regraded == {"second", "third"}, again.stdout
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        assert all(gb.find_submission(lesson, s).score == gb.find_submission(lesson, s).max_score
+                   for s in ("first", "second", "third"))
