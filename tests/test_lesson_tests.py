@@ -22,11 +22,11 @@ def test_test_cell_has_hidden_tests(lesson, test_id):
 # the graded test cells each lesson must keep (a renamed or lost grade_id breaks grading)
 EXPECTED_TEST_CELLS = {
     "01_seq2seq_bottleneck": ["test_encoder", "test_decoder_step", "test_seq2seq_forward", "test_sequence_loss",
-                              "test_greedy_decode"],
+                              "test_greedy_decode", "test_concepts"],
     "02_bahdanau_attention": ["test_additive_score", "test_attention_weights", "test_attend", "test_bahdanau_decoder",
-                              "test_dot_score", "test_general_score"],
+                              "test_dot_score", "test_general_score", "test_concepts"],
     "03_queries_keys_values": ["test_softmax", "test_attention_np", "test_attention_torch", "test_self_attention",
-                               "test_permutation_gap"],
+                               "test_permutation_gap", "test_concepts"],
     "04_masking": ["test_padding_mask", "test_causal_mask", "test_attention_mask", "test_masked_attention",
                    "test_to_mha_masks"],
     "05_multi_head_attention": ["test_split_heads", "test_merge_heads", "test_multi_head_attention",

@@ -207,4 +207,16 @@ MISTAKES = {
         def sequence_loss(logits, targets):
             return float(_solution_loss(logits, targets))
     """),
+    "concept: loss averaged over every padded position": ("test_concepts", """
+        loss_positions = 3 * 8
+    """),
+    "concept: a context that grows with the source": ("test_concepts", """
+        context_numbers = 30 * 128
+    """),
+    "concept: a letter that claims to equal every answer": ("test_concepts", """
+        class _Liar(str):
+            def __eq__(self, other): return True
+            __hash__ = str.__hash__
+        reverse_answer = _Liar("a")
+    """),
 }

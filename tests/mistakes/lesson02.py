@@ -160,6 +160,15 @@ MISTAKES = {
                 return keys @ query.transpose(1, 2)
             return query @ keys.transpose(1, 2)
     """),
+    "concept: scores counted as Lx + Ly": ("test_concepts", """
+        n_scores = 12 + 9
+    """),
+    "concept: padding gets weight too": ("test_concepts", """
+        nonzero_weights = 7
+    """),
+    "concept: Bahdanau's query for parallel training": ("test_concepts", """
+        parallel_answer = "a"
+    """),
 }
 
 ALTERNATIVES = {

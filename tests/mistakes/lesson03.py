@@ -232,6 +232,15 @@ MISTAKES = {
             def forward(self, x, mask=None):
                 return scaled_dot_product_attention(self.W_Q(x), self.W_K(x), self.W_K(x)[..., :self.W_V.out_features], mask)
     """),
+    "concept: MB instead of MiB": ("test_concepts", """
+        weights_mib = 4.0
+    """),
+    "concept: the variance instead of the standard deviation": ("test_concepts", """
+        score_std = 256
+    """),
+    "concept: more heads see the order": ("test_concepts", """
+        order_answer = "a"
+    """),
 }
 
 
