@@ -1,0 +1,100 @@
+"""Lesson 8's measurements, with more lengths and repeats than the notebook has time for.
+
+Runs the notebook's own code (the given layer, the solution answers and the measuring helpers
+of solutions/08_fast_attention.ipynb) and prints:
+
+* tokens per second generating with and without the KV cache, against the context length;
+* peak memory (bytes of the tensors created, counted by course_utils.memory.TensorMemory) and
+  time of naive against tiled attention, against the sequence length;
+* the KV-cache memory of a 7B-shaped model for G = H, H/4 and 1 key/value heads.
+
+    python benchmarks/lesson08_inference.py [--device cuda] [--threads 2]
+
+Timings on a shared machine are noisy: compare the two columns of one run (ratios) rather
+than absolute figures across runs.
+"""
+import argparse
+import os
+import re
+import time
+from pathlib import Path
+
+import matplotlib
+import nbformat
+
+matplotlib.use("Agg")
+NOTEBOOK = Path(__file__).resolve().parent.parent / "solutions" / "08_fast_attention.ipynb"
+
+
+def notebook_namespace(device):
+    """Execute the set-up cell, the given layer, the solution cells and the helpers' definitions."""
+    os.environ.setdefault("COURSE_FAST", "0")
+    if device:
+        os.environ["COURSE_DEVICE"] = device
+    cells = [c for c in nbformat.read(str(NOTEBOOK), as_version=4).cells
+             if c.cell_type == "code" and c.get("id") != "colab-setup"]
+    wanted = [cells[0].source]
+    for cell in cells[1:]:
+        source = cell.source
+        if cell.metadata.get("nbgrader", {}).get("solution") or source.startswith(("class CausalSelfAttention",
+                                                                                   "class TinyDecoder")):
+            wanted.append(source)
+        elif source.startswith("def naive_attention"):
+            wanted.append(source[: source.index("\nlengths = ")])  # definitions only, not the measurement
+    namespace = {}
+    for source in wanted:
+        source = "\n".join(line for line in source.splitlines() if not line.startswith("%"))
+        exec(re.sub(r"[ \t]*### (BEGIN|END) SOLUTION\n", "", source), namespace)
+    return namespace
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", choices=["cpu", "cuda", "mps"], default=None)
+    parser.add_argument("--threads", type=int, default=None)
+    parser.add_argument("--new-tokens", type=int, default=32)
+    args = parser.parse_args()
+    ns = notebook_namespace(args.device)
+    torch = ns["torch"]
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    device = ns["device"]
+    print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} threads")
+
+    print("\n1. Generation with and without the KV cache (TinyDecoder: 4 layers, d_model 256, 8 heads)")
+    torch.manual_seed(0)
+    model = ns["TinyDecoder"]().eval()
+    for L in (64, 128, 256, 512, 1024, 2048):
+        prompt = torch.randint(0, 100, (1, L), generator=torch.Generator().manual_seed(L))
+        recompute = ns["tokens_per_second"](ns["generate_recompute"], model, prompt, args.new_tokens)
+        cached = ns["tokens_per_second"](lambda m, p, n: ns["generate_cached"](m, p, n)[0], model, prompt,
+                                         args.new_tokens)
+        _, caches = ns["generate_cached"](model, prompt, 1)
+        cache_mib = sum(c.k.nbytes + c.v.nbytes for c in caches) / 2**20
+        print(f"   context {L:5d}: recompute {recompute:7.1f} tok/s   cache {cached:7.1f} tok/s   "
+              f"({cached / recompute:5.1f}x)   cache {cache_mib:6.2f} MiB", flush=True)
+
+    print("\n2. Naive against tiled attention (B=1, H=4, head_dim 64, tile 128)")
+    for L in (256, 512, 1024, 2048, 4096):
+        q, k, v = (torch.randn(1, 4, L, 64, generator=torch.Generator().manual_seed(L)).to(device) for _ in range(3))
+        naive_peak, naive_s = ns["measure"](ns["naive_attention"], q, k, v)
+        tiled_peak, tiled_s = ns["measure"](lambda q, k, v: ns["tiled_attention"](q, k, v, 128), q, k, v)
+        gap = (ns["tiled_attention"](q, k, v, 128) - ns["naive_attention"](q, k, v)).abs().max().item()
+        print(f"   L {L:5d}: peak naive {naive_peak / 2**20:8.2f} MiB  tiled {tiled_peak / 2**20:6.2f} MiB "
+              f"({naive_peak / tiled_peak:5.1f}x)   time naive {1e3 * naive_s:7.1f} ms  tiled {1e3 * tiled_s:7.1f} ms "
+              f"({tiled_s / naive_s:4.1f}x slower)   gap {gap:.1e}", flush=True)
+
+    print("\n3. KV cache of a 7B-shaped model (32 layers, H = 32, head_dim 128, 4096 tokens, 16-bit)")
+    layers, H, head_dim, context = 32, 32, 128, 4096
+    for G in (H, H // 4, 1):
+        cache = ns["KVCache"]()
+        cache.update(torch.zeros(1, G, context, head_dim, dtype=torch.float16),
+                     torch.zeros(1, G, context, head_dim, dtype=torch.float16))
+        total = layers * (cache.k.nbytes + cache.v.nbytes)
+        print(f"   G = {G:2d}: {total / 2**30:6.3f} GiB per sequence, {total / context / 2**10:6.0f} KiB per token")
+
+
+if __name__ == "__main__":
+    start = time.perf_counter()
+    main()
+    print(f"\n(total {time.perf_counter() - start:.0f} s)")

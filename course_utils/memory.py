@@ -1,0 +1,72 @@
+"""Count the memory of the tensors an operation allocates (CPU or GPU, any PyTorch code).
+
+Python's tracemalloc cannot see torch's allocations, and the profiler's memory
+events are not reliable on CPU, so this watches every PyTorch call made from
+Python through a `TorchFunctionMode`: each tensor a call returns is counted while
+it is alive (its storage, once, however many views share it). Buffers a single
+operation uses internally and frees before returning are not seen.
+
+    with TensorMemory() as mem:
+        out = attention(q, k, v)
+    mem.peak_bytes      # most bytes alive at once, counting only tensors made inside the block
+    mem.largest_bytes   # the single largest tensor made inside the block
+"""
+import weakref
+
+import torch
+from torch.overrides import TorchFunctionMode
+from torch.utils._pytree import tree_leaves
+
+
+class TensorMemory(TorchFunctionMode):
+    """Peak and largest bytes of the tensors created inside a `with` block.
+
+    Tensors that existed before the block (inputs, weights) are not counted;
+    a view of one is free. Storages are counted once, while any tensor that
+    uses them is alive.
+    """
+
+    def __init__(self):
+        super().__init__()
+        self.live_bytes = 0
+        self.peak_bytes = 0
+        self.largest_bytes = 0
+        self._users = {}  # storage key -> [number of live tensors, bytes]
+
+    def __enter__(self):
+        self.live_bytes = self.peak_bytes = self.largest_bytes = 0
+        self._users = {}
+        return super().__enter__()
+
+    def _release(self, key):
+        entry = self._users.get(key)
+        if entry is None:
+            return
+        entry[0] -= 1
+        if entry[0] == 0:
+            self.live_bytes -= entry[1]
+            del self._users[key]
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        known = {self._key(t) for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+        out = func(*args, **(kwargs or {}))
+        for tensor in tree_leaves(out):
+            if not isinstance(tensor, torch.Tensor):
+                continue
+            key = self._key(tensor)
+            if key in self._users:
+                self._users[key][0] += 1
+            elif key in known:  # a view of a tensor from before the block, or an in-place result
+                continue
+            else:
+                size = tensor.untyped_storage().nbytes()
+                self._users[key] = [1, size]
+                self.live_bytes += size
+                self.largest_bytes = max(self.largest_bytes, size)
+                self.peak_bytes = max(self.peak_bytes, self.live_bytes)
+            weakref.finalize(tensor, self._release, key)
+        return out
+
+    @staticmethod
+    def _key(tensor):
+        return (tensor.device.type, tensor.device.index, tensor.untyped_storage().data_ptr())

@@ -1,0 +1,463 @@
+"""Lesson 8's hidden tests catch the common mistakes and pass other correct answers.
+
+Each case takes a test cell's source from solutions/08_fast_attention.ipynb,
+runs it after the set-up cell, the given layer and the solution cells, with one
+answer replaced by a mistaken (or another correct) version.
+"""
+
+
+LESSON = "08_fast_attention"
+
+
+ALTERNATIVES = {
+    "causal_mask by comparing positions": ("test_causal_mask", """
+        def causal_mask(L_q, L_k):
+            query_position = torch.arange(L_q)[:, None] + (L_k - L_q)
+            return torch.arange(L_k)[None, :] <= query_position
+    """),
+    "KVCache with a list of chunks": ("test_kv_cache", """
+        class KVCache:
+            def __init__(self):
+                self.k = self.v = None
+                self._ks, self._vs = [], []
+
+            def update(self, k_new, v_new):
+                self._ks.append(k_new)
+                self._vs.append(v_new)
+                self.k, self.v = torch.cat(self._ks, dim=-2), torch.cat(self._vs, dim=-2)
+                return self.k, self.v
+
+            def __len__(self):
+                return sum(k.shape[2] for k in self._ks)
+    """),
+    "cached_self_attention with scaled_dot_product_attention and an explicit mask": ("test_cached_self_attention", """
+        def cached_self_attention(layer, x_new, cache):
+            q, k, v = layer.project(x_new)
+            k, v = cache.update(k, v)
+            mask = causal_mask(q.shape[-2], k.shape[-2])
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+            weights = torch.einsum("bhqd,bhkd->bhqk", q, k).div(layer.head_dim ** 0.5)
+            weights = weights.masked_fill(~mask, float("-inf")).softmax(-1)
+            return layer.merge(out), weights
+    """),
+    "online_softmax_update with nan_to_num": ("test_online_softmax_update", """
+        def online_softmax_update(m, s, block):
+            m_new = torch.maximum(m, block.max(dim=-1).values)
+            rescale = torch.exp(m - m_new).nan_to_num(0.0)
+            added = torch.exp(block - m_new.unsqueeze(-1)).nan_to_num(0.0).sum(-1)
+            return m_new, s * rescale + added
+    """),
+    "online_softmax_update through logsumexp": ("test_online_softmax_update", """
+        def online_softmax_update(m, s, block):
+            m_new = torch.maximum(m, block.amax(-1))
+            finite = torch.isfinite(m_new)
+            base = torch.where(finite, m_new, torch.zeros_like(m_new))
+            total = torch.logaddexp(torch.log(s) + m - base, torch.logsumexp(block - base[..., None], -1))
+            return m_new, torch.where(finite, torch.exp(total), torch.zeros_like(s))
+    """),
+    "tiled_attention with a while loop and an einsum": ("test_tiled_attention", """
+        def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
+            B, H, L_q, d = q.shape
+            L_k = k.shape[2]
+            m = q.new_full((B, H, L_q), float("-inf"))
+            s = q.new_zeros((B, H, L_q))
+            acc = torch.zeros_like(q)
+            start = 0
+            while start < L_k:
+                stop = min(start + tile_size, L_k)
+                x = torch.einsum("bhqd,bhkd->bhqk", q, k[:, :, start:stop]) / d ** 0.5
+                keys = torch.arange(start, stop)
+                if causal:
+                    x = x.masked_fill(keys[None, :] > torch.arange(L_q)[:, None] + L_k - L_q, float("-inf"))
+                if key_lengths is not None:
+                    x = x.masked_fill(keys[None, None, None, :] >= key_lengths[:, None, None, None], float("-inf"))
+                m_new = torch.maximum(m, x.amax(-1))
+                p = torch.exp(x - m_new[..., None]).nan_to_num(0.0)
+                scale = torch.exp(m - m_new).nan_to_num(0.0)
+                s = s * scale + p.sum(-1)
+                acc = acc * scale[..., None] + torch.einsum("bhqk,bhkd->bhqd", p, v[:, :, start:stop])
+                m, start = m_new, stop
+            return (acc / s[..., None]).nan_to_num(0.0)
+    """),
+    "grouped_query_attention by grouping the queries": ("test_grouped_query_attention", """
+        def grouped_query_attention(q, k, v, mask=None):
+            B, H, L_q, d = q.shape
+            G = k.shape[1]
+            if H % G:
+                raise ValueError("G must divide H")
+            qg = q.reshape(B, G, H // G, L_q, d)
+            scores = qg @ k[:, :, None].transpose(-2, -1) / math.sqrt(d)
+            scores = scores.reshape(B, H, L_q, k.shape[2])
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = scores.softmax(-1)
+            out = weights.reshape(B, G, H // G, L_q, -1) @ v[:, :, None]
+            return out.reshape(B, H, L_q, d), weights
+    """),
+    "grouped_query_attention with expand": ("test_grouped_query_attention", """
+        def grouped_query_attention(q, k, v, mask=None):
+            B, H, L_q, d = q.shape
+            G, L_k = k.shape[1], k.shape[2]
+            if H % G:
+                raise ValueError("G must divide H")
+            k = k[:, :, None].expand(B, G, H // G, L_k, d).reshape(B, H, L_k, d)
+            v = v[:, :, None].expand(B, G, H // G, L_k, d).reshape(B, H, L_k, d)
+            scores = torch.einsum("bhqd,bhkd->bhqk", q, k) * d ** -0.5
+            if mask is not None:
+                scores = torch.where(mask, scores, float("-inf"))
+            weights = torch.softmax(scores, dim=-1)
+            return weights @ v, weights
+    """),
+    "rope with complex numbers": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+            turn = torch.polar(torch.ones(len(positions), d // 2, dtype=torch.float64),
+                               positions.double()[:, None] * omega)
+            z = torch.view_as_complex(x.double().reshape(*x.shape[:-1], d // 2, 2).contiguous())
+            return torch.view_as_real(z * turn).flatten(-2).to(x.dtype)
+    """),
+    "rope with a block-diagonal rotation matrix per position": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            out = torch.empty_like(x)
+            for row, p in enumerate(positions.tolist()):
+                R = torch.zeros(d, d, dtype=torch.float64)
+                for i in range(d // 2):
+                    a = p * base ** (-2 * i / d)
+                    R[2 * i, 2 * i], R[2 * i, 2 * i + 1] = math.cos(a), -math.sin(a)
+                    R[2 * i + 1, 2 * i], R[2 * i + 1, 2 * i + 1] = math.sin(a), math.cos(a)
+                out[..., row, :] = (x[..., row, :].double() @ R.T).to(x.dtype)
+            return out
+    """),
+    "sliding_window_mask from two triangles": ("test_sliding_window_mask", """
+        def sliding_window_mask(L_q, L_k, window):
+            ones = torch.ones(L_q, L_k, dtype=torch.bool)
+            return ones.tril(diagonal=L_k - L_q) & ones.triu(diagonal=L_k - L_q - window + 1)
+    """),
+}
+
+
+MISTAKES = {
+    "causal_mask top-left aligned (what is_causal does)": ("test_causal_mask", """
+        def causal_mask(L_q, L_k):
+            return torch.ones(L_q, L_k, dtype=torch.bool).tril()
+    """),
+    "causal_mask inverted": ("test_causal_mask", """
+        def causal_mask(L_q, L_k):
+            return ~torch.ones(L_q, L_k, dtype=torch.bool).tril(diagonal=L_k - L_q)
+    """),
+    "causal_mask without the diagonal": ("test_causal_mask", """
+        def causal_mask(L_q, L_k):
+            return torch.ones(L_q, L_k, dtype=torch.bool).tril(diagonal=L_k - L_q - 1)
+    """),
+    "KVCache appends the new tokens in front": ("test_kv_cache", """
+        class KVCache:
+            def __init__(self):
+                self.k = self.v = None
+
+            def update(self, k_new, v_new):
+                if self.k is None:
+                    self.k, self.v = k_new, v_new
+                else:
+                    self.k, self.v = torch.cat([k_new, self.k], dim=2), torch.cat([v_new, self.v], dim=2)
+                return self.k, self.v
+
+            def __len__(self):
+                return 0 if self.k is None else self.k.shape[2]
+    """),
+    "KVCache concatenates along the head axis": ("test_kv_cache", """
+        class KVCache:
+            def __init__(self):
+                self.k = self.v = None
+
+            def update(self, k_new, v_new):
+                if self.k is None:
+                    self.k, self.v = k_new, v_new
+                else:
+                    self.k, self.v = torch.cat([self.k, k_new], dim=1), torch.cat([self.v, v_new], dim=1)
+                return self.k, self.v
+
+            def __len__(self):
+                return 0 if self.k is None else self.k.shape[2]
+    """),
+    "KVCache that keeps only the newest chunk": ("test_kv_cache", """
+        class KVCache:
+            def __init__(self):
+                self.k = self.v = None
+                self.n = 0
+
+            def update(self, k_new, v_new):
+                self.k, self.v = k_new, v_new
+                self.n += k_new.shape[2]
+                return self.k, self.v
+
+            def __len__(self):
+                return self.n
+    """),
+    "cached_self_attention appending in the wrong order": ("test_cached_self_attention", """
+        def cached_self_attention(layer, x_new, cache):
+            q, k, v = layer.project(x_new)
+            if cache.k is None:
+                cache.k, cache.v = k, v
+            else:
+                cache.k, cache.v = torch.cat([k, cache.k], dim=2), torch.cat([v, cache.v], dim=2)
+            k, v = cache.k, cache.v
+            scores = q @ k.transpose(-2, -1) / math.sqrt(layer.head_dim)
+            weights = torch.softmax(scores.masked_fill(~causal_mask(q.shape[2], k.shape[2]), float("-inf")), -1)
+            return layer.merge(weights @ v), weights
+    """),
+    "cached_self_attention with is_causal (top-left)": ("test_cached_self_attention", """
+        def cached_self_attention(layer, x_new, cache):
+            q, k, v = layer.project(x_new)
+            k, v = cache.update(k, v)
+            out = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+            mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool).tril()
+            scores = q @ k.transpose(-2, -1) / math.sqrt(layer.head_dim)
+            return layer.merge(out), torch.softmax(scores.masked_fill(~mask, float("-inf")), -1)
+    """),
+    "cached_self_attention without a mask": ("test_cached_self_attention", """
+        def cached_self_attention(layer, x_new, cache):
+            q, k, v = layer.project(x_new)
+            k, v = cache.update(k, v)
+            weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(layer.head_dim), -1)
+            return layer.merge(weights @ v), weights
+    """),
+    "cached_self_attention scaled by the model width": ("test_cached_self_attention", """
+        def cached_self_attention(layer, x_new, cache):
+            q, k, v = layer.project(x_new)
+            k, v = cache.update(k, v)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(layer.d_model)
+            weights = torch.softmax(scores.masked_fill(~causal_mask(q.shape[2], k.shape[2]), float("-inf")), -1)
+            return layer.merge(weights @ v), weights
+    """),
+    "cached_self_attention with an inverted causal mask": ("test_cached_self_attention", """
+        def cached_self_attention(layer, x_new, cache):
+            q, k, v = layer.project(x_new)
+            k, v = cache.update(k, v)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(layer.head_dim)
+            mask = causal_mask(q.shape[2], k.shape[2])
+            weights = torch.softmax(scores.masked_fill(mask, float("-inf")), -1).nan_to_num(0.0)
+            return layer.merge(weights @ v), weights
+    """),
+    "online_softmax_update without rescaling the running sum": ("test_online_softmax_update", """
+        def online_softmax_update(m, s, block):
+            m_new = torch.maximum(m, block.amax(-1))
+            safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+            return m_new, s + torch.exp(block - safe[..., None]).sum(-1)
+    """),
+    "online_softmax_update rescaling the wrong way": ("test_online_softmax_update", """
+        def online_softmax_update(m, s, block):
+            m_new = torch.maximum(m, block.amax(-1))
+            safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+            factor = torch.where(torch.isinf(m), torch.zeros_like(m), torch.exp(safe - m))
+            return m_new, s * factor + torch.exp(block - safe[..., None]).sum(-1)
+    """),
+    "online_softmax_update that gives NaN for masked rows": ("test_online_softmax_update", """
+        def online_softmax_update(m, s, block):
+            m_new = torch.maximum(m, block.amax(-1))
+            return m_new, s * torch.exp(m - m_new) + torch.exp(block - m_new[..., None]).sum(-1)
+    """),
+    "online_softmax_update without subtracting the max": ("test_online_softmax_update", """
+        def online_softmax_update(m, s, block):
+            m_new = torch.maximum(m, block.amax(-1))
+            total = s * torch.exp(torch.where(torch.isinf(m), torch.zeros_like(m), m)) + torch.exp(block).sum(-1)
+            safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+            return m_new, total * torch.exp(-safe)
+    """),
+    "tiled_attention whose tiles double-count the diagonal": ("test_tiled_attention", """
+        def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
+            B, H, L_q, d = q.shape
+            L_k = k.shape[2]
+            m = torch.full((B, H, L_q), float("-inf"))
+            s = torch.zeros(B, H, L_q)
+            o = torch.zeros_like(q)
+            query_pos = torch.arange(L_q)[:, None] + (L_k - L_q)
+            starts = list(range(0, L_k, tile_size))
+            for n, j0 in enumerate(starts):
+                j1 = min(j0 + tile_size + 1, L_k)    # one key too many: it is also the first of the next tile
+                key_pos = torch.arange(j0, j1)
+                allowed = torch.ones(L_q, j1 - j0, dtype=torch.bool)
+                if causal:
+                    allowed = allowed & (key_pos[None, :] <= query_pos)
+                if key_lengths is not None:
+                    allowed = allowed & (key_pos[None, None, None, :] < key_lengths[:, None, None, None])
+                scores = (q @ k[:, :, j0:j1].transpose(-2, -1) / math.sqrt(d)).masked_fill(~allowed, float("-inf"))
+                m_new, s = online_softmax_update(m, s, scores)
+                safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+                o = o * torch.exp(m - safe)[..., None] + torch.exp(scores - safe[..., None]) @ v[:, :, j0:j1]
+                m = m_new
+            return torch.where(s[..., None] > 0, o / s.clamp_min(1e-30)[..., None], torch.zeros_like(o))
+    """),
+    "tiled_attention that forgets to rescale the output": ("test_tiled_attention", """
+        def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
+            B, H, L_q, d = q.shape
+            L_k = k.shape[2]
+            m = torch.full((B, H, L_q), float("-inf"), dtype=q.dtype)
+            s = torch.zeros(B, H, L_q, dtype=q.dtype)
+            o = torch.zeros_like(q)
+            query_pos = torch.arange(L_q)[:, None] + (L_k - L_q)
+            for j0 in range(0, L_k, tile_size):
+                key_pos = torch.arange(j0, min(j0 + tile_size, L_k))
+                allowed = torch.ones(L_q, len(key_pos), dtype=torch.bool)
+                if causal:
+                    allowed = allowed & (key_pos[None, :] <= query_pos)
+                if key_lengths is not None:
+                    allowed = allowed & (key_pos[None, None, None, :] < key_lengths[:, None, None, None])
+                scores = (q @ k[:, :, j0:j0 + tile_size].transpose(-2, -1) / math.sqrt(d)).masked_fill(~allowed, float("-inf"))
+                m_new, s = online_softmax_update(m, s, scores)
+                safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+                o = o + torch.exp(scores - safe[..., None]) @ v[:, :, j0:j0 + tile_size]
+                m = m_new
+            return torch.where(s[..., None] > 0, o / s.clamp_min(1e-30)[..., None], torch.zeros_like(o))
+    """),
+    "tiled_attention with a top-left causal mask": ("test_tiled_attention", """
+        def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
+            B, H, L_q, d = q.shape
+            L_k = k.shape[2]
+            m = torch.full((B, H, L_q), float("-inf"), dtype=q.dtype)
+            s = torch.zeros(B, H, L_q, dtype=q.dtype)
+            o = torch.zeros_like(q)
+            for j0 in range(0, L_k, tile_size):
+                key_pos = torch.arange(j0, min(j0 + tile_size, L_k))
+                allowed = torch.ones(L_q, len(key_pos), dtype=torch.bool)
+                if causal:
+                    allowed = allowed & (key_pos[None, :] <= torch.arange(L_q)[:, None])
+                if key_lengths is not None:
+                    allowed = allowed & (key_pos[None, None, None, :] < key_lengths[:, None, None, None])
+                scores = (q @ k[:, :, j0:j0 + tile_size].transpose(-2, -1) / math.sqrt(d)).masked_fill(~allowed, float("-inf"))
+                m_new, s = online_softmax_update(m, s, scores)
+                safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+                o = o * torch.exp(m - safe)[..., None] + torch.exp(scores - safe[..., None]) @ v[:, :, j0:j0 + tile_size]
+                m = m_new
+            return torch.where(s[..., None] > 0, o / s.clamp_min(1e-30)[..., None], torch.zeros_like(o))
+    """),
+    "tiled_attention that holds the full scores": ("test_tiled_attention", """
+        def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
+            L_q, L_k = q.shape[2], k.shape[2]
+            allowed = torch.ones(q.shape[0], 1, L_q, L_k, dtype=torch.bool)
+            if causal:
+                allowed = allowed & (torch.arange(L_k)[None, :] <= torch.arange(L_q)[:, None] + L_k - L_q)
+            if key_lengths is not None:
+                allowed = allowed & (torch.arange(L_k)[None, None, None, :] < key_lengths[:, None, None, None])
+            scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~allowed, float("-inf"))
+            return torch.softmax(scores, -1).nan_to_num(0.0) @ v
+    """),
+    "tiled_attention calling PyTorch's fused operator": ("test_tiled_attention", """
+        def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
+            L_q, L_k = q.shape[2], k.shape[2]
+            allowed = torch.ones(q.shape[0], 1, L_q, L_k, dtype=torch.bool)
+            if causal:
+                allowed = allowed & (torch.arange(L_k)[None, :] <= torch.arange(L_q)[:, None] + L_k - L_q)
+            if key_lengths is not None:
+                allowed = allowed & (torch.arange(L_k)[None, None, None, :] < key_lengths[:, None, None, None])
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
+            return torch.where(allowed.any(-1, keepdim=True), out, torch.zeros_like(out))
+    """),
+    "grouped_query_attention repeating heads in the wrong order": ("test_grouped_query_attention", """
+        def grouped_query_attention(q, k, v, mask=None):
+            H, G = q.shape[1], k.shape[1]
+            if H % G:
+                raise ValueError("G must divide H")
+            k, v = k.repeat(1, H // G, 1, 1), v.repeat(1, H // G, 1, 1)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = torch.softmax(scores, -1)
+            return weights @ v, weights
+    """),
+    "grouped_query_attention scaled by the width of all heads": ("test_grouped_query_attention", """
+        def grouped_query_attention(q, k, v, mask=None):
+            H, G = q.shape[1], k.shape[1]
+            if H % G:
+                raise ValueError("G must divide H")
+            k, v = k.repeat_interleave(H // G, 1), v.repeat_interleave(H // G, 1)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(H * q.shape[-1])
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = torch.softmax(scores, -1)
+            return weights @ v, weights
+    """),
+    "grouped_query_attention calling PyTorch's enable_gqa": ("test_grouped_query_attention", """
+        def grouped_query_attention(q, k, v, mask=None):
+            H, G = q.shape[1], k.shape[1]
+            if H % G:
+                raise ValueError("G must divide H")
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, enable_gqa=True)
+            scores = q @ k.repeat_interleave(H // G, 1).transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            return out, torch.softmax(scores, -1)
+    """),
+    "grouped_query_attention with an inverted mask": ("test_grouped_query_attention", """
+        def grouped_query_attention(q, k, v, mask=None):
+            H, G = q.shape[1], k.shape[1]
+            if H % G:
+                raise ValueError("G must divide H")
+            k, v = k.repeat_interleave(H // G, 1), v.repeat_interleave(H // G, 1)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if mask is not None:
+                scores = scores.masked_fill(mask, float("-inf"))
+            weights = torch.softmax(scores, -1).nan_to_num(0.0)
+            return weights @ v, weights
+    """),
+    "rope rotating the two halves instead of adjacent pairs": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+            angle = positions.double()[:, None] * omega
+            cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+            a, b = x[..., : d // 2], x[..., d // 2:]
+            return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+    """),
+    "rope rotating clockwise": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+            angle = positions.double()[:, None] * omega
+            cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+            even, odd = x[..., 0::2], x[..., 1::2]
+            return torch.stack([even * cos + odd * sin, -even * sin + odd * cos], dim=-1).flatten(-2)
+    """),
+    "rope with one frequency per feature instead of per pair": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            omega = base ** (-torch.arange(1, d, 2, dtype=torch.float64) / d)
+            angle = positions.double()[:, None] * omega
+            cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+            even, odd = x[..., 0::2], x[..., 1::2]
+            return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+    """),
+    "rope adding sinusoids instead of rotating": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+            angle = positions.double()[:, None] * omega
+            pe = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(-2)
+            return x + pe.to(x.dtype)
+    """),
+    "sliding_window_mask one key too wide": ("test_sliding_window_mask", """
+        def sliding_window_mask(L_q, L_k, window):
+            p = torch.arange(L_q)[:, None] + (L_k - L_q)
+            j = torch.arange(L_k)[None, :]
+            return (j <= p) & (j >= p - window)
+    """),
+    "sliding_window_mask top-left aligned": ("test_sliding_window_mask", """
+        def sliding_window_mask(L_q, L_k, window):
+            p = torch.arange(L_q)[:, None]
+            j = torch.arange(L_k)[None, :]
+            return (j <= p) & (j > p - window)
+    """),
+}
