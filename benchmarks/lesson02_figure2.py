@@ -36,7 +36,7 @@ def notebook_namespace():
             namespace["_settings_source"] = source
             break
         if "time_training_step(model" in source:
-            source = source.split("step_seconds =")[0]  # task and vocab, without the timing
+            source = re.split(r"(?:try:\s*)?step_seconds =", source)[0]  # task and vocab, without the timing
         if "draw_attention_step()" in source or "raised[4]" in source:
             continue  # pictures
         exec(compile(source, f"{NOTEBOOK.name} cell", "exec"), namespace)
