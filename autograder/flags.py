@@ -198,7 +198,14 @@ def _introspection(node):
     if isinstance(node, ast.Name) and HISTORY_NAMES.match(node.id):
         return f"reads IPython's history ({node.id})"
     # the same names as strings: getattr(sys, "_getframe"), __import__("inspect"), globals()["In"]
-    args = node.args if isinstance(node, ast.Call) else [node.slice] if isinstance(node, ast.Subscript) else []
+    args = []
+    if isinstance(node, ast.Call) and (getattr(node.func, "id", None) in ("getattr", "hasattr", "__import__")
+                                       or getattr(node.func, "attr", None) == "import_module"):
+        args = node.args
+    elif isinstance(node, ast.Subscript) and (
+            isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) in ("globals", "vars", "locals")
+            or getattr(node.value, "attr", None) in ("user_ns", "user_global_ns", "__dict__")):
+        args = [node.slice]
     for arg in args:
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and (
                 arg.value in INTROSPECTION_MODULES | INTROSPECTION_ATTRIBUTES or HISTORY_NAMES.match(arg.value)):

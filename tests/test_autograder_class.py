@@ -54,6 +54,7 @@ def build_class(course, lesson):
     full = fill_solutions(blank, load(SOLUTIONS / f"{lesson}.ipynb"))
     ids = solution_ids(full)
     first, last = ids[0], ids[-1]
+    wrapped = last_function_answer(full)
     tests = _tests_of(full)
     edited = nbformat.reads(nbformat.writes(full), as_version=4)
     next(c for c in edited.cells if grade_id(c) == tests[0]).source = "pass  # tests? what tests?"
@@ -88,10 +89,11 @@ def build_class(course, lesson):
                   name),
         # display results, lying objects, patched checks, reading the tests, tampered metadata, unsafe HTML
         "displayhook": (_with_code(blank, first, after=DISPLAYHOOK.format(name=_defined_in(blank, first))), name),
-        "lying": (_with_code(full, last, after=LYING.format(name=_defined_in(full, last))), name),
+        "lying": (_with_code(full, wrapped, after=LYING.format(name=_defined_in(full, wrapped))), name),
         "rebind": (_with_code(full, first, before=REBIND), name),
         "deep_patch": (_with_code(full, first, before=DEEP_PATCH), name),
-        "leaky": (_with_html(_with_code(full, last, after=LEAKY.format(name=_defined_in(full, last))), first), name),
+        "leaky": (_with_html(_with_code(full, wrapped, after=LEAKY.format(name=_defined_in(full, wrapped))), first),
+                  name),
         "tampered": (_tampered(full, tests[0], first), name),
         "tampered_colab": (_tampered(full, tests[0], first, colab=True), name),
     }
@@ -219,9 +221,14 @@ display(Javascript('window.PWNED = 3'))
 
 
 def _defined_in(nb, gid):
-    """The first function or class an answer cell defines."""
+    """The first function or class an answer cell defines (None when it defines none)."""
     tree = ast.parse(next(c for c in nb.cells if grade_id(c) == gid).source)
-    return next(n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef)))
+    return next((n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))), None)
+
+
+def last_function_answer(nb):
+    """grade_id of the last answer cell that defines a function or class (the one lying/leaky answers wrap)."""
+    return [gid for gid in solution_ids(nb) if _defined_in(nb, gid)][-1]
 
 
 NOISY = """
@@ -295,6 +302,14 @@ def points_of_last(g):
     """Points of the test cell of the last exercise (the one the bad cells break)."""
     source = load(g["course"] / "source" / g["lesson"] / f"{g['lesson']}.ipynb")
     return [c.metadata["nbgrader"]["points"] for c in source.cells if grade_id(c) == _tests_of(source)[-1]][0]
+
+
+def points_of_test_after(g):
+    """Points of the first test cell after the answer cell last_function_answer() picks."""
+    source = load(g["course"] / "source" / g["lesson"] / f"{g['lesson']}.ipynb")
+    gid = last_function_answer(source)
+    cells = source.cells[[grade_id(c) for c in source.cells].index(gid):]
+    return next(c.metadata["nbgrader"]["points"] for c in cells if grade_id(c) in _tests_of(source))
 
 
 def autograded(g, student):
@@ -408,10 +423,11 @@ def _csv_row(g, student):
         return next(r for r in csv.DictReader(f) if r["student_id"] == student and r["assignment"] == g["lesson"])
 
 
-# student: (score: "zero" | "all but last" | "full", substrings that must be among the flags)
+# student: (score: "zero" | "all but wrapped" | "full", substrings that must be among the flags); "wrapped" is
+# the test of last_function_answer, whose answer the lying student wraps
 CHEATS = {
     "displayhook": ("zero", ["kernel: line", "uses .displayhook"]),
-    "lying": ("all but last", ["lie: line", "subclasses float", "subclasses Tensor", "subclasses ndarray"]),
+    "lying": ("all but wrapped", ["lie: line", "subclasses float", "subclasses Tensor", "subclasses ndarray"]),
     "rebind": ("zero", ["integrity: course_utils.check_close was replaced",
                         "integrity: course_utils.checks.plain_float was replaced",
                         "integrity: torch.allclose was replaced", "first seen after test cell"]),
@@ -433,7 +449,7 @@ def test_cheats_get_the_exact_score_the_flag_and_the_csv_row(graded, student):
     if student.startswith("tampered") and graded["lesson"] != QUICKEST:  # the flags name lesson 03's cells
         expected_flags = expected_flags[:1]
     full = max_points(graded)
-    score = {"zero": 0, "all but last": full - points_of_last(graded), "full": full}[kind]
+    score = {"zero": 0, "all but wrapped": full - points_of_test_after(graded), "full": full}[kind]
     r = graded["results"][student]
     assert (r.status, r.score, r.max_score) == ("graded", score, full), r
     text = "\n".join(r.flags)

@@ -76,3 +76,40 @@ def test_duplicated_cell_is_flagged():
                           ("answer", "def f():\n    return 1", {"solution": True}),
                           ("test_f", "assert f() == 1\n", {"grade": True, "locked": True, "points": 1}))
     assert any("answer appears 2 times" in f for f in flag_submission(submitted, SOURCE))
+
+
+@pytest.mark.parametrize("code", ["import inspect\ninspect.currentframe().f_back",
+                                  "import sys\nsys._getframe(1).f_code",
+                                  "import linecache",
+                                  "from traceback import extract_stack",
+                                  "print(In[-1])",
+                                  "print(_ih[-1])",
+                                  "get_ipython().history_manager.get_range()",
+                                  "getattr(__import__('sys'), '_getframe')(1)",
+                                  "globals()['_ih']"])
+def test_reading_the_running_cell_or_the_stack_is_flagged(code):
+    assert any(f.startswith("introspect:") for f in _flags(code)), _flags(code)
+
+
+@pytest.mark.parametrize("code", ["get_ipython().displayhook(1.0)",
+                                  "get_ipython().ast_transformers.append(object())",
+                                  "get_ipython().set_custom_exc((AssertionError,), print)",
+                                  "import sys\nsys.settrace(print)"])
+def test_reaching_the_kernels_machinery_is_flagged(code):
+    assert any(f.startswith("kernel:") for f in _flags(code)), _flags(code)
+
+
+@pytest.mark.parametrize("code", ["class Yes(float):\n    def __eq__(self, other):\n        return True",
+                                  "import torch\nclass T(torch.Tensor):\n    __lt__ = __gt__ = lambda s, o: True",
+                                  "import numpy as np\nclass A(np.ndarray):\n    def __array_ufunc__(self, *a, **k):\n"
+                                  "        return True"])
+def test_a_value_type_that_redefines_comparison_is_flagged(code):
+    assert any(f.startswith("lie:") for f in _flags(code)), _flags(code)
+
+
+@pytest.mark.parametrize("code", ["import torch\nclass Net(torch.nn.Module):\n    def forward(self, x):\n        return x",
+                                  "class Point:\n    def __lt__(self, other):\n        return self.x < other.x",
+                                  "label = {'In': 1}\nprint(label['Out'] if False else 'In')",
+                                  "import torch\nkernel_size = 3\nconv = torch.nn.Conv1d(2, 2, kernel_size)"])
+def test_honest_classes_and_names_are_not_flagged(code):
+    assert _flags(code) == []
