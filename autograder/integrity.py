@@ -207,7 +207,8 @@ class Watch:
 
     def __init__(self, source_nb=None):
         self.names = imported_names(source_nb) if source_nb is not None else {}
-        self.builtins = sorted(builtins_used_by_tests(source_nb)) if source_nb is not None else []
+        used = builtins_used_by_tests(source_nb) if source_nb is not None else set()
+        self.builtins = sorted(used | {"exec", "__import__"})  # the check itself runs through these
         self.baseline = None
 
     def request(self, mode):
