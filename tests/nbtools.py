@@ -109,7 +109,7 @@ def copy_course_sources(course_root, lessons):
 # first lines of the ready-made code cells that a lesson's answers and tests need besides
 # its import cell
 GIVEN_CELLS = {"01_seq2seq_bottleneck": ("task = cu.ReversalTask",), "05_multi_head_attention": ("def attend(",),
-              "08_fast_attention": ("class CausalSelfAttention",)}
+              "07_transformer": ("class MultiHeadAttention(",), "08_fast_attention": ("class CausalSelfAttention",)}
 
 
 class LessonCode:

@@ -32,6 +32,8 @@ EXPECTED_TEST_CELLS = {
     "05_multi_head_attention": ["test_split_heads", "test_merge_heads", "test_multi_head_attention",
                                 "test_load_from_torch"],
     "06_positional_encoding": ["test_sinusoidal", "test_positional_encoding_module", "test_shift_matrix"],
+    "07_transformer": ["test_feed_forward", "test_encoder_block", "test_decoder_block", "test_transformer",
+                       "test_greedy_decode", "test_tiny_gpt", "test_next_token_loss", "test_sample"],
     "08_fast_attention": ["test_causal_mask", "test_kv_cache", "test_cached_self_attention",
                           "test_online_softmax_update", "test_tiled_attention", "test_grouped_query_attention",
                           "test_rope", "test_sliding_window_mask"],

@@ -1,0 +1,309 @@
+"""Lesson 7's hidden tests catch the common mistakes and pass other correct styles.
+
+Each case takes a test cell's source from solutions/07_transformer.ipynb and runs
+it after the set-up cell, the ready-made MultiHeadAttention cell and the
+solution cells, with one answer replaced.
+"""
+
+LESSON = "07_transformer"
+
+_ENCODER_BLOCK = """
+    class EncoderBlock(nn.Module):
+        def __init__(self, d_model, num_heads, d_ff):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(d_model)
+            self.self_attn = MultiHeadAttention(d_model, num_heads)
+            self.norm2 = nn.LayerNorm(d_model)
+            self.ffn = FeedForward(d_model, d_ff)
+
+        def forward(self, x, mask=None):
+            h = self.norm1(x)
+            x = x + self.self_attn(h, h, mask)[0]
+            return x + self.ffn(self.norm2(x))
+"""
+
+_DECODER_BLOCK = """
+    class DecoderBlock(nn.Module):
+        def __init__(self, d_model, num_heads, d_ff):
+            super().__init__()
+            self.norm1 = nn.LayerNorm(d_model)
+            self.self_attn = MultiHeadAttention(d_model, num_heads)
+            self.norm2 = nn.LayerNorm(d_model)
+            self.cross_attn = MultiHeadAttention(d_model, num_heads)
+            self.norm3 = nn.LayerNorm(d_model)
+            self.ffn = FeedForward(d_model, d_ff)
+
+        def forward(self, y, memory, self_mask=None, memory_mask=None):
+            h = self.norm1(y)
+            y = y + self.self_attn(h, h, self_mask)[0]
+            y = y + self.cross_attn(self.norm2(y), memory, memory_mask)[0]
+            return y + self.ffn(self.norm3(y))
+"""
+
+_TRANSFORMER = """
+    class Transformer(nn.Module):
+        def __init__(self, vocab_size, d_model=64, num_heads=4, num_layers=2, d_ff=128, max_len=64):
+            super().__init__()
+            self.max_len = max_len
+            self.embed = nn.Embedding(vocab_size, d_model)
+            self.position = nn.Embedding(max_len, d_model)
+            self.encoder_blocks = nn.ModuleList(EncoderBlock(d_model, num_heads, d_ff) for _ in range(num_layers))
+            self.encoder_norm = nn.LayerNorm(d_model)
+            self.decoder_blocks = nn.ModuleList(DecoderBlock(d_model, num_heads, d_ff) for _ in range(num_layers))
+            self.decoder_norm = nn.LayerNorm(d_model)
+            self.out = nn.Linear(d_model, vocab_size)
+
+        def encode(self, src, src_lengths):
+            positions = torch.arange(src.shape[1])
+            src_mask = (positions[None, :] < src_lengths[:, None])[:, None, :]
+            x = self.embed(src) + self.position(positions)
+            for block in self.encoder_blocks:
+                x = block(x, src_mask)
+            return self.encoder_norm(x), src_mask
+
+        def decode(self, tgt_in, memory, src_mask):
+            positions = torch.arange(tgt_in.shape[1])
+            causal = torch.ones(len(positions), len(positions), dtype=torch.bool).tril()
+            y = self.embed(tgt_in) + self.position(positions)
+            for block in self.decoder_blocks:
+                y = block(y, memory, causal, src_mask)
+            return self.out(self.decoder_norm(y))
+
+        def forward(self, src, src_lengths, tgt_in):
+            return self.decode(tgt_in, *self.encode(src, src_lengths))
+"""
+
+_GPT = """
+    class TinyGPT(nn.Module):
+        def __init__(self, vocab_size, d_model=64, num_heads=4, num_layers=2, d_ff=128, max_len=64):
+            super().__init__()
+            self.max_len = max_len
+            self.embed = nn.Embedding(vocab_size, d_model)
+            self.position = nn.Embedding(max_len, d_model)
+            self.blocks = nn.ModuleList(EncoderBlock(d_model, num_heads, d_ff) for _ in range(num_layers))
+            self.norm = nn.LayerNorm(d_model)
+            self.out = nn.Linear(d_model, vocab_size)
+
+        def forward(self, ids):
+            L = ids.shape[1]
+            causal = torch.ones(L, L, dtype=torch.bool).tril()
+            x = self.embed(ids) + self.position(torch.arange(L))
+            for block in self.blocks:
+                x = block(x, causal)
+            return self.out(self.norm(x))
+"""
+
+_SAMPLE = """
+    @torch.no_grad()
+    def sample(model, prompt, num_tokens, temperature=1.0, generator=None):
+        ids = prompt
+        for _ in range(num_tokens):
+            logits = model(ids)[:, -1] / temperature
+            next_token = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)
+            ids = torch.cat([ids, next_token], dim=1)
+        return ids
+"""
+
+
+def _swap(source, old, new):
+    assert old in source, old
+    return source.replace(old, new)
+
+
+MISTAKES = {
+    # FeedForward
+    "feed-forward without the non-linearity": ("test_feed_forward", """
+        class FeedForward(nn.Module):
+            def __init__(self, d_model, d_ff):
+                super().__init__()
+                self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+            def forward(self, x):
+                return self.linear2(self.linear1(x))
+    """),
+    "feed-forward mixing positions": ("test_feed_forward", """
+        class FeedForward(nn.Module):
+            def __init__(self, d_model, d_ff):
+                super().__init__()
+                self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+            def forward(self, x):
+                h = F.relu(self.linear1(x))
+                return self.linear2(h + h.mean(dim=1, keepdim=True))
+    """),
+    # EncoderBlock
+    "residual added after the norm (post-LN)": ("test_encoder_block", _swap(_swap(
+        _ENCODER_BLOCK, "h = self.norm1(x)\n            x = x + self.self_attn(h, h, mask)[0]",
+        "x = self.norm1(x + self.self_attn(x, x, mask)[0])"),
+        "return x + self.ffn(self.norm2(x))", "return self.norm2(x + self.ffn(x))")),
+    "residual taken from the normalised input": ("test_encoder_block", _swap(
+        _ENCODER_BLOCK, "x = x + self.self_attn(h, h, mask)[0]", "x = h + self.self_attn(h, h, mask)[0]")),
+    "no residual around the feed-forward network": ("test_encoder_block", _swap(
+        _ENCODER_BLOCK, "return x + self.ffn(self.norm2(x))", "return self.ffn(self.norm2(x))")),
+    "one LayerNorm for both sublayers": ("test_encoder_block", _swap(
+        _ENCODER_BLOCK, "return x + self.ffn(self.norm2(x))", "return x + self.ffn(self.norm1(x))")),
+    "mask not passed to the attention": ("test_encoder_block", _swap(
+        _ENCODER_BLOCK, "self.self_attn(h, h, mask)", "self.self_attn(h, h)")),
+    # DecoderBlock
+    "cross-attention keys and values from the decoder": ("test_decoder_block", _swap(
+        _DECODER_BLOCK, "self.cross_attn(self.norm2(y), memory, memory_mask)",
+        "self.cross_attn(self.norm2(y), self.norm2(y))")),
+    "cross-attention ignoring the encoder's padding mask": ("test_decoder_block", _swap(
+        _DECODER_BLOCK, "self.cross_attn(self.norm2(y), memory, memory_mask)", "self.cross_attn(self.norm2(y), memory)")),
+    "cross-attention queries from the memory": ("test_decoder_block", _swap(
+        _DECODER_BLOCK, "self.cross_attn(self.norm2(y), memory, memory_mask)[0]",
+        "self.cross_attn(memory, self.norm2(y))[0].mean(dim=1, keepdim=True)")),
+    "memory normalised again by norm2": ("test_decoder_block", _swap(
+        _DECODER_BLOCK, "self.cross_attn(self.norm2(y), memory, memory_mask)",
+        "self.cross_attn(self.norm2(y), self.norm2(memory), memory_mask)")),
+    "decoder self-attention without its mask": ("test_decoder_block", _swap(
+        _DECODER_BLOCK, "self.self_attn(h, h, self_mask)", "self.self_attn(h, h)")),
+    "decoder block post-LN": ("test_decoder_block", _swap(_swap(_swap(
+        _DECODER_BLOCK, "h = self.norm1(y)\n            y = y + self.self_attn(h, h, self_mask)[0]",
+        "y = self.norm1(y + self.self_attn(y, y, self_mask)[0])"),
+        "y = y + self.cross_attn(self.norm2(y), memory, memory_mask)[0]",
+        "y = self.norm2(y + self.cross_attn(y, memory, memory_mask)[0])"),
+        "return y + self.ffn(self.norm3(y))", "return self.norm3(y + self.ffn(y))")),
+    # Transformer
+    "no causal mask in the decoder": ("test_transformer", _swap(
+        _TRANSFORMER, "y = block(y, memory, causal, src_mask)", "y = block(y, memory, None, src_mask)")),
+    "encoder padding mask ignored in the encoder": ("test_transformer", _swap(
+        _TRANSFORMER, "x = block(x, src_mask)", "x = block(x)")),
+    "encoder padding mask ignored in the cross-attention": ("test_transformer", _swap(
+        _TRANSFORMER, "y = block(y, memory, causal, src_mask)", "y = block(y, memory, causal)")),
+    "padding mask inverted": ("test_transformer", _swap(
+        _TRANSFORMER, "src_mask = (positions[None, :] < src_lengths[:, None])[:, None, :]",
+        "src_mask = (positions[None, :] >= src_lengths[:, None])[:, None, :]")),
+    "padding mask off by one": ("test_transformer", _swap(
+        _TRANSFORMER, "src_mask = (positions[None, :] < src_lengths[:, None])[:, None, :]",
+        "src_mask = (positions[None, :] < src_lengths[:, None] - 1)[:, None, :]")),
+    "no positions in the decoder": ("test_transformer", _swap(
+        _TRANSFORMER, "y = self.embed(tgt_in) + self.position(positions)", "y = self.embed(tgt_in)")),
+    "decoder reads the raw embeddings, not the encoder's output": ("test_transformer", _swap(
+        _TRANSFORMER, "y = block(y, memory, causal, src_mask)", "y = block(y, self.embed(tgt_in) * 0, causal)")),
+    # greedy_decode
+    "greedy decoding that keeps <bos>": ("test_greedy_decode", """
+        @torch.no_grad()
+        def greedy_decode(model, src, src_lengths, max_len):
+            memory, src_mask = model.encode(src, src_lengths)
+            ys = torch.full((src.shape[0], 1), BOS, dtype=torch.long)
+            for _ in range(max_len - 1):
+                ys = torch.cat([ys, model.decode(ys, memory, src_mask)[:, -1].argmax(-1)[:, None]], dim=1)
+            return ys
+    """),
+    "greedy decoding from the first position's logits": ("test_greedy_decode", """
+        @torch.no_grad()
+        def greedy_decode(model, src, src_lengths, max_len):
+            memory, src_mask = model.encode(src, src_lengths)
+            ys = torch.full((src.shape[0], 1), BOS, dtype=torch.long)
+            for _ in range(max_len):
+                ys = torch.cat([ys, model.decode(ys, memory, src_mask)[:, 0].argmax(-1)[:, None]], dim=1)
+            return ys[:, 1:]
+    """),
+    "greedy decoding that stops at the first <eos> of any row": ("test_greedy_decode", """
+        @torch.no_grad()
+        def greedy_decode(model, src, src_lengths, max_len):
+            memory, src_mask = model.encode(src, src_lengths)
+            ys = torch.full((src.shape[0], 1), BOS, dtype=torch.long)
+            for _ in range(max_len):
+                ys = torch.cat([ys, model.decode(ys, memory, src_mask)[:, -1].argmax(-1)[:, None]], dim=1)
+                if (ys == EOS).any():
+                    break
+            return ys[:, 1:]
+    """),
+    # TinyGPT
+    "GPT without the causal mask": ("test_tiny_gpt", _swap(_GPT, "x = block(x, causal)", "x = block(x)")),
+    "GPT without positions": ("test_tiny_gpt", _swap(
+        _GPT, "x = self.embed(ids) + self.position(torch.arange(L))", "x = self.embed(ids)")),
+    "GPT mask off by one (a token sees the next one)": ("test_tiny_gpt", _swap(
+        _GPT, "causal = torch.ones(L, L, dtype=torch.bool).tril()",
+        "causal = torch.ones(L, L, dtype=torch.bool).tril(diagonal=1)")),
+    # next_token_loss
+    "loss without the shift": ("test_next_token_loss", """
+        def next_token_loss(logits, ids):
+            return F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids.reshape(-1))
+    """),
+    "loss shifted the wrong way": ("test_next_token_loss", """
+        def next_token_loss(logits, ids):
+            return F.cross_entropy(logits[:, 1:].reshape(-1, logits.shape[-1]), ids[:, :-1].reshape(-1))
+    """),
+    "loss summed instead of averaged": ("test_next_token_loss", """
+        def next_token_loss(logits, ids):
+            return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1),
+                                   reduction="sum")
+    """),
+    # sample
+    "temperature multiplied instead of divided": ("test_sample", _swap(
+        _SAMPLE, "logits = model(ids)[:, -1] / temperature", "logits = model(ids)[:, -1] * temperature")),
+    "temperature applied after the softmax": ("test_sample", _swap(
+        _SAMPLE, "torch.multinomial(torch.softmax(logits, dim=-1), 1",
+        "torch.multinomial(torch.softmax(model(ids)[:, -1], dim=-1) / temperature, 1")),
+    "always the argmax": ("test_sample", _swap(
+        _SAMPLE, "next_token = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)",
+        "next_token = logits.argmax(-1, keepdim=True)")),
+    "generator ignored": ("test_sample", _swap(_SAMPLE, ", generator=generator)", ")")),
+    "sampling from the first position": ("test_sample", _swap(
+        _SAMPLE, "logits = model(ids)[:, -1] / temperature", "logits = model(ids)[:, 0] / temperature")),
+}
+
+ALTERNATIVES = {
+    "feed-forward as an explicit formula": ("test_feed_forward", """
+        class FeedForward(nn.Module):
+            def __init__(self, d_model, d_ff):
+                super().__init__()
+                self.linear1 = nn.Linear(d_model, d_ff)
+                self.linear2 = nn.Linear(d_ff, d_model)
+
+            def forward(self, x):
+                hidden = torch.clamp(x @ self.linear1.weight.T + self.linear1.bias, min=0)
+                return hidden @ self.linear2.weight.T + self.linear2.bias
+    """),
+    "encoder block with the mask reshaped to (B, L, L) first": ("test_encoder_block", _swap(
+        _ENCODER_BLOCK, "h = self.norm1(x)\n",
+        "h = self.norm1(x)\n            if mask is not None:\n"
+        "                mask = mask.expand(x.shape[0], x.shape[1], x.shape[1])\n")),
+    "decoder block with named intermediate results": ("test_decoder_block", """
+        class DecoderBlock(nn.Module):
+            def __init__(self, d_model, num_heads, d_ff):
+                super().__init__()
+                self.norm1, self.norm2, self.norm3 = (nn.LayerNorm(d_model) for _ in range(3))
+                self.self_attn = MultiHeadAttention(d_model, num_heads)
+                self.cross_attn = MultiHeadAttention(d_model, num_heads)
+                self.ffn = FeedForward(d_model, d_ff)
+
+            def forward(self, y, memory, self_mask=None, memory_mask=None):
+                attended, _ = self.self_attn(self.norm1(y), self.norm1(y), mask=self_mask)
+                after_self = y + attended
+                read, _ = self.cross_attn(self.norm2(after_self), memory, mask=memory_mask)
+                after_cross = after_self + read
+                return after_cross + self.ffn(self.norm3(after_cross))
+    """),
+    "Transformer with a (B, L_x) mask broadcast in the blocks": ("test_transformer", _swap(_swap(
+        _TRANSFORMER, "x = block(x, src_mask)", "x = block(x, src_mask.view(src.shape[0], 1, -1))"),
+        "positions = torch.arange(src.shape[1])\n", "positions = torch.arange(src.shape[1], dtype=torch.long)\n")),
+    "Transformer with a masked_fill causal mask built by comparison": ("test_transformer", _swap(
+        _TRANSFORMER, "causal = torch.ones(len(positions), len(positions), dtype=torch.bool).tril()",
+        "causal = positions[None, :] <= positions[:, None]")),
+    "greedy decoding to max_len without stopping early": ("test_greedy_decode", """
+        def greedy_decode(model, src, src_lengths, max_len):
+            with torch.no_grad():
+                memory, src_mask = model.encode(src, src_lengths)
+                out = [torch.full((src.shape[0],), BOS, dtype=torch.long)]
+                for _ in range(max_len):
+                    logits = model.decode(torch.stack(out, dim=1), memory, src_mask)
+                    out.append(logits[:, -1].argmax(-1))
+            return torch.stack(out[1:], dim=1)
+    """),
+    "GPT built with nn.Sequential-free loop and a float check": ("test_tiny_gpt", _swap(
+        _GPT, "causal = torch.ones(L, L, dtype=torch.bool).tril()",
+        "causal = torch.tril(torch.ones(L, L)) > 0.5")),
+    "loss with log_softmax and gather": ("test_next_token_loss", """
+        def next_token_loss(logits, ids):
+            log_probs = torch.log_softmax(logits[:, :-1], dim=-1)
+            return -log_probs.gather(-1, ids[:, 1:].unsqueeze(-1)).mean()
+    """),
+    "sampling with torch.distributions-free cumulative sums": ("test_sample", _swap(
+        _SAMPLE, "next_token = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)",
+        "probs = torch.softmax(logits.double(), dim=-1)\n"
+        "            next_token = torch.multinomial(probs, num_samples=1, replacement=True, generator=generator)")),
+}
