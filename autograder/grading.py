@@ -552,11 +552,13 @@ def submission_digest(course_root, lesson, student):
 
 
 def already_graded(course_root, lesson, student):
+    """True when the report says this very notebook was graded (or found invalid); a failed grading is retried."""
     report = Path(course_root, "reports", lesson, f"{student}.json")
     try:
-        return json.loads(report.read_text()).get("submission") == submission_digest(course_root, lesson, student)
+        r = json.loads(report.read_text())
     except (OSError, ValueError):
         return False
+    return r.get("status") != "failed" and r.get("submission") == submission_digest(course_root, lesson, student)
 
 
 def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log=print, force=False):

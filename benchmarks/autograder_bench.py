@@ -8,7 +8,9 @@ Each student submits every lesson, filled in with the solutions (a perfect class
 1. seconds per student for the whole series, grading with --jobs 1 and with --jobs 2;
 2. the speed-up of --jobs 2 over --jobs 1 (goal: at least 1.6x on 2 cores);
 3. grading (--jobs 1) against plain nbclient execution of the same notebooks, one after the
-   other, in the same fast mode (goal: at most 1.25x).
+   other, in the same fast mode (goal: at most 1.25x);
+4. the runtime integrity check on its own (autograder/integrity.py), run in this process as the
+   kernel runs it: the baseline (which imports what the notebooks import anyway) and one check.
 
 Wall and CPU seconds (this process and every process it waited for: workers, launchers,
 kernels) are both reported: on a shared machine wall time says little about the code. The
@@ -64,6 +66,22 @@ def run_plain(perfect, students):
             execute(nbformat.reads(nbformat.writes(nb), as_version=4), fast=True, timeout=600, extra_env={"NBGRADER_EXECUTION": "autograde"})
 
 
+def integrity_cost(repeats=20):
+    """Seconds for the integrity baseline and for one check, in this process, as the kernel runs them."""
+    import json
+    from autograder import integrity
+    watch = integrity.Watch()
+    _, expression = watch.request("baseline")
+    start = time.perf_counter()
+    watch.baseline = json.loads(eval(expression))  # noqa: S307: the grader's own request
+    baseline = time.perf_counter() - start
+    start = time.perf_counter()
+    for _ in range(repeats):
+        _, expression = watch.request("check")
+        assert watch.changes(json.loads(eval(expression))) == []  # noqa: S307
+    return baseline, (time.perf_counter() - start) / repeats, len(watch.baseline["paths"])
+
+
 def run_grade(base, tmp, jobs):
     course = Path(tmp) / f"course-jobs{jobs}"
     shutil.copytree(base, course)
@@ -99,6 +117,9 @@ def main():
     print(f"seconds per student, whole series: {wall1 / n:.1f} (--jobs 1), {wall2 / n:.1f} (--jobs 2)")
     print(f"--jobs 2 vs --jobs 1: {wall1 / wall2:.2f}x faster (goal >= 1.6x on 2 cores)")
     print(f"grading vs plain execution: {wall1 / plain_wall:.2f}x wall, {cpu1 / plain_cpu:.2f}x CPU (goal <= 1.25x)")
+    baseline, check, watched = integrity_cost()
+    print(f"integrity check: baseline {baseline:.2f} s (with the imports), {check * 1000:.1f} ms per test cell, "
+          f"{watched} objects watched")
     print(f"load average {os.getloadavg()[0]:.1f} at the end")
 
 
