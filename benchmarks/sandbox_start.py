@@ -1,0 +1,79 @@
+"""How long does starting a kernel in the grading sandbox take? Kernel start until the first reply.
+
+    python benchmarks/sandbox_start.py          # 5 rounds
+    python benchmarks/sandbox_start.py -n 10
+
+Each round starts, in turn (so that the machine's load falls on all of them alike), a kernel:
+
+1. plain: jupyter_client's own manager, TCP on loopback, no sandbox;
+2. sandbox, no bubblewrap: the launcher with its uid, cgroups and rlimits only;
+3. sandbox, full: bubblewrap as well (as the grader runs it when it can).
+
+A start is timed from start_kernel() until the kernel answers kernel_info (wait_for_ready),
+then a one-line cell is run and the kernel shut down. It prints the median and the range of
+each, and the full sandbox's median over the plain one. It reports; it does not assert.
+"""
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path[:0] = [str(REPO)]
+from jupyter_client.manager import AsyncKernelManager  # noqa: E402
+
+from autograder import sandbox  # noqa: E402
+from autograder.grading import Limits, sandbox_settings  # noqa: E402
+
+
+async def start_once(make_km, cwd):
+    km = make_km()
+    start = time.perf_counter()
+    await km.start_kernel(cwd=cwd)
+    kc = km.client()
+    kc.start_channels()
+    await kc.wait_for_ready(timeout=120)
+    seconds = time.perf_counter() - start
+    reply = await kc.execute_interactive("x = 1 + 1", timeout=60)
+    assert reply["content"]["status"] == "ok", reply
+    kc.stop_channels()
+    await km.shutdown_kernel(now=True)
+    return seconds
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, default=5, help="rounds")
+    args = parser.parse_args()
+    cwd = tempfile.mkdtemp(prefix="ag-bench-")
+    settings, warnings = sandbox.probe(sandbox_settings(cwd, Limits()))
+    without, more = sandbox.probe({**sandbox_settings(cwd, Limits()), "bwrap": False})
+    for w in warnings + more:
+        print(f"WARNING: {w}")
+
+    def sandboxed(s):
+        def make():
+            km = sandbox.SandboxKernelManager(kernel_name="python3")
+            km.sandbox = s
+            return km
+        return make
+
+    kinds = {"plain": lambda: AsyncKernelManager(kernel_name="python3"),
+             f"sandbox, no bubblewrap ({sandbox.attempt_name(without)})": sandboxed(without),
+             f"sandbox, full ({sandbox.attempt_name(settings)})": sandboxed(settings)}
+    times = {k: [] for k in kinds}
+    for i in range(args.n):
+        for kind, make in kinds.items():
+            times[kind].append(asyncio.run(start_once(make, cwd)))
+        print(f"round {i + 1}: " + ", ".join(f"{k.split(' (')[0]} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
+    for kind, t in times.items():
+        print(f"{kind}: median {statistics.median(t):.2f} s (min {min(t):.2f}, max {max(t):.2f}) over {len(t)} starts")
+    plain, full = (statistics.median(t) for t in (times["plain"], list(times.values())[-1]))
+    print(f"full sandbox / plain: {full / plain:.2f}x (+{full - plain:.2f} s per kernel)")
+
+
+if __name__ == "__main__":
+    main()

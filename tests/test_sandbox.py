@@ -1,0 +1,279 @@
+"""The grading sandbox, claim by claim (README, "What the sandbox guarantees").
+
+Each test starts real kernels through autograder.sandbox, as the grader does. The full sandbox
+needs root and bubblewrap: elsewhere these tests are skipped with the reason, except in CI
+(COURSE_CI=1), where they must run.
+"""
+import asyncio
+import json
+import os
+import shutil
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+from autograder import sandbox
+from autograder.grading import Limits, sandbox_settings
+from nbtools import REPO, SOLUTIONS, fill_solutions, load
+
+LESSON = "03_queries_keys_values"
+
+
+def _why_not_full():
+    if os.geteuid() != 0:
+        return "the full sandbox needs root (each kernel its own uid and cgroup)"
+    if not sandbox.bwrap_path():
+        return "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
+    return None
+
+
+@pytest.fixture(scope="module")
+def settings(tmp_path_factory):
+    why = _why_not_full()
+    if why:
+        if os.environ.get("COURSE_CI"):
+            pytest.fail(f"in CI the sandbox must be tested in full: {why}")
+        pytest.skip(why)
+    course = tmp_path_factory.mktemp("course")
+    found, warnings = sandbox.probe(sandbox_settings(course, Limits()))
+    assert found["bwrap"] and found["separate_user"], warnings
+    if not found["cgroup"] and os.environ.get("COURSE_CI"):
+        pytest.fail(f"in CI the cgroups must work: {warnings}")
+    return found
+
+
+class Kernel:
+    """A sandboxed kernel in its own event loop: run(code) returns what the code printed."""
+
+    def __init__(self, settings, cwd):
+        self.loop = asyncio.new_event_loop()
+        self.km = sandbox.SandboxKernelManager(kernel_name="python3")
+        self.km.sandbox = settings
+        self.loop.run_until_complete(self.km.start_kernel(cwd=str(cwd)))
+        self.kc = self.km.client()
+        self.kc.start_channels()
+        self.loop.run_until_complete(self.kc.wait_for_ready(timeout=120))
+
+    def run(self, code, timeout=120):
+        return self.loop.run_until_complete(self._run(code, timeout))
+
+    async def _run(self, code, timeout):
+        msg_id, out = self.kc.execute(code), []
+        while True:
+            msg = await self.kc.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != msg_id:
+                continue
+            if msg["msg_type"] == "stream":
+                out.append(msg["content"]["text"])
+            elif msg["msg_type"] == "error":
+                out.append(f"{msg['content']['ename']}: {msg['content']['evalue']}\n")
+            elif msg["msg_type"] == "status" and msg["content"]["execution_state"] == "idle":
+                return "".join(out)
+
+    def close(self):
+        self.kc.stop_channels()
+        self.loop.run_until_complete(self.km.shutdown_kernel(now=True))
+        self.loop.close()
+
+
+@pytest.fixture(scope="module")
+def two_kernels(settings, tmp_path_factory):
+    """Two kernels running at once, as two grading jobs; B has a file in its folder and its /tmp."""
+    folders = [tmp_path_factory.mktemp("job_a"), tmp_path_factory.mktemp("job_b")]
+    (folders[1] / "secret_b.txt").write_text("B's work")
+    kernels = [Kernel(settings, f) for f in folders]
+    kernels[1].run("open('/tmp/note_b.txt', 'w').write('from B')")
+    yield kernels, folders
+    for k in kernels:
+        k.close()
+
+
+def _probe(kernel, paths):
+    """{path: what the kernel got reading it}: 'missing', 'denied' or the first bytes."""
+    code = (f"import json, os\nout = {{}}\nfor p in {json.dumps([str(p) for p in paths])}:\n"
+            "    try:\n"
+            "        out[p] = sorted(os.listdir(p))[:5] if os.path.isdir(p) else open(p).read(20)\n"
+            "    except FileNotFoundError:\n        out[p] = 'missing'\n"
+            "    except PermissionError:\n        out[p] = 'denied'\n"
+            "print(json.dumps(out))\n")
+    return json.loads(kernel.run(code).strip().splitlines()[-1])
+
+
+def test_each_kernel_runs_as_its_own_unprivileged_uid(two_kernels):
+    (a, b), _ = two_kernels
+    uids = [int(k.run("import os; print(os.getuid())")) for k in (a, b)]
+    assert 0 not in uids and uids[0] != uids[1], uids
+
+
+def test_kernel_sees_its_own_submission_folder(two_kernels):
+    (_, b), (_, folder_b) = two_kernels
+    assert b.run("import os; print(os.getcwd(), open('secret_b.txt').read())").split() == [str(folder_b), "B's", "work"]
+
+
+def test_kernel_cannot_see_another_jobs_files(two_kernels):
+    (a, b), (_, folder_b) = two_kernels
+    runtime_b = os.path.dirname(b.km.connection_file)
+    seen = _probe(a, [folder_b / "secret_b.txt", folder_b, runtime_b, "/tmp/note_b.txt"])
+    assert set(seen.values()) <= {"missing", "denied"}, seen
+    own = {"home", os.path.basename(os.path.dirname(a.km.connection_file)), folder_b.parts[2]}  # + its folder's top
+    assert set(eval(a.run("import os; print(sorted(os.listdir('/tmp')))"))) <= own
+
+
+def test_kernel_cannot_see_run_lock_the_course_or_any_copy_of_the_solutions(two_kernels, tmp_path):
+    (a, _), _ = two_kernels
+    copies = []
+    for base in ("/srv", "/opt"):
+        copy = Path(base) / f"course-backup-{os.getpid()}"
+        copy.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(SOLUTIONS / f"{LESSON}.ipynb", copy / f"{LESSON}.ipynb")
+        copies.append(copy / f"{LESSON}.ipynb")
+    lock_note = Path("/run/lock") / f"note-{os.getpid()}"
+    try:
+        lock_note.parent.mkdir(parents=True, exist_ok=True)
+        lock_note.write_text("a note left by the host")
+        seen = _probe(a, [lock_note, "/run/lock", "/var/lock", SOLUTIONS, SOLUTIONS / f"{LESSON}.ipynb",
+                          REPO / ".git", REPO / "README.md", tmp_path, Path.home() / ".bashrc", *copies])
+    finally:
+        lock_note.unlink()
+        for copy in copies:
+            shutil.rmtree(copy.parent)
+    assert set(seen.values()) <= {"missing", "denied"}, seen
+    # and nothing the kernel can write outlives it: the only writable places are tmpfs
+    mounts = [line.split() for line in a.run("print(open('/proc/self/mounts').read())").splitlines() if line]
+    writable = {m[1]: m[2] for m in mounts if m[3].startswith("rw") and not m[1].startswith(("/proc", "/dev/"))}
+    assert set(writable.values()) == {"tmpfs"}, writable
+
+
+def test_kernel_has_no_network(two_kernels):
+    (a, _), _ = two_kernels
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(1)
+        port = listener.getsockname()[1]
+        out = a.run(f"import socket\ntry:\n    socket.create_connection(('127.0.0.1', {port}), timeout=3)\n"
+                    "    print('CONNECTED')\nexcept OSError as e:\n    print('REFUSED', e)\n"
+                    "print([name for _, name in socket.if_nameindex()])")
+    assert "REFUSED" in out and "CONNECTED" not in out, out
+    assert "['lo']" in out, out  # loopback only, the sandbox's own
+
+
+def test_kernel_sees_only_its_own_processes(two_kernels):
+    (a, b), _ = two_kernels
+    b_pid = b.run("import os; print(os.getpid())").strip()
+    out = a.run("import os\nprint([open(f'/proc/{p}/cmdline').read().split(chr(0))[:2] "
+                "for p in os.listdir('/proc') if p.isdigit()])")
+    assert "pytest" not in out and "sandbox.py" not in out, out
+    assert len(eval(out)) <= 3, out  # bubblewrap's init, the kernel, this listing's parent process
+    assert b_pid == "2"  # B too is alone in its PID namespace
+
+
+def test_a_fork_bomb_is_capped_per_kernel_and_the_other_kernel_still_forks(settings, tmp_path):
+    small = {**settings, "nproc": 64}
+    bomber, other = Kernel(small, tmp_path), Kernel(small, tmp_path)
+    try:
+        bomb = bomber.run(
+            "import os, time\nkids = 0\nfor _ in range(500):\n    try:\n        pid = os.fork()\n"
+            "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(60)\n        os._exit(0)\n"
+            "    kids += 1\nprint(kids)")
+        forks = other.run("import subprocess\nprint(sum(subprocess.run(['true']).returncode == 0 for _ in range(20)))")
+    finally:
+        bomber.close()
+        other.close()
+    assert 0 < int(bomb) < 64, bomb
+    assert forks.strip() == "20", forks
+
+
+def test_resident_memory_is_capped_per_kernel(settings, tmp_path):
+    if not settings["cgroup"]:
+        pytest.skip("no memory cgroup here: memory is capped as address space only")
+    kernel = Kernel({**settings, "memory_mb": 600}, tmp_path)
+    try:  # three children of 300 MB each: each under any address-space cap, together over 600 MB
+        out = kernel.run(
+            "import subprocess, sys\ncode = 'b = bytearray(300 << 20); b[::4096] = bytes(len(b[::4096])); "
+            "import time; time.sleep(3); print(\"held\")'\n"
+            "procs = [subprocess.Popen([sys.executable, '-c', code], stdout=subprocess.PIPE) for _ in range(3)]\n"
+            "print([p.wait() for p in procs])")
+        codes = json.loads(out.strip().splitlines()[-1])
+    finally:
+        kernel.close()
+    assert -9 in codes, codes  # the cgroup's OOM killer stopped at least one
+
+
+def test_writable_places_are_small_and_private(settings, tmp_path):
+    kernel = Kernel({**settings, "tmp_mb": 64, "fsize_mb": 512}, tmp_path)
+    runtime = os.path.dirname(kernel.km.connection_file)
+    try:
+        out = kernel.run(
+            "import errno, os\nfor where in ['/tmp/fill', 'fill', '/dev/shm/fill', " + repr(runtime + "/fill") + "]:\n"
+            "    n = 0\n    try:\n        with open(where, 'wb') as f:\n"
+            "            for _ in range(1024):\n                f.write(bytes(1 << 20)); f.flush(); n += 1\n"
+            "    except OSError as e:\n        print(where, n, errno.errorcode[e.errno])\n")
+    finally:
+        kernel.close()
+    full = {line.split()[0]: (int(line.split()[1]), line.split()[2]) for line in out.splitlines()}
+    assert full["/tmp/fill"][0] <= 64 and full["fill"][0] <= 16 and full["/dev/shm/fill"][0] <= 16, full
+    assert full[runtime + "/fill"][0] <= 1, full
+    assert {why for _, why in full.values()} == {"ENOSPC"}, full
+    assert not os.path.exists(runtime) and not (tmp_path / "fill").exists()
+
+
+# ---------------------------------------------------------------- one hostile kernel beside a victim
+
+HOSTILE = r"""
+import os, subprocess, sys, time
+_bomb = "import os, time\nt0 = time.time()\nwhile time.time() - t0 < 40:\n    try:\n        pid = os.fork()\n    except OSError:\n        time.sleep(0.5)\n        continue\n    if pid == 0:\n        time.sleep(40)\n        os._exit(0)"
+subprocess.Popen([sys.executable, "-c", _bomb])
+_hog = "b = []\nwhile True:\n    b.append(bytearray(64 << 20)); b[-1][::4096] = bytes(len(b[-1][::4096]))"
+_hogs = [subprocess.Popen([sys.executable, "-c", _hog]) for _ in range(3)]
+_filled = 0
+for _where in ("/tmp", ".", "/dev/shm"):
+    try:
+        with open(os.path.join(_where, "filler"), "wb") as _f:
+            while True:
+                _f.write(bytes(1 << 20)); _filled += 1
+    except OSError:
+        pass
+time.sleep(12)
+"""
+
+
+def _course_with(released_course, root, students):
+    course = root / "course"
+    shutil.copytree(released_course, course)
+    for student, nb in students.items():
+        folder = course / "submitted" / student / LESSON
+        folder.mkdir(parents=True)
+        nbformat.write(nb, str(folder / f"{LESSON}.ipynb"))
+    return course
+
+
+def _grade(course, jobs):
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", LESSON, "--course", str(course),
+                          "--jobs", str(jobs), "--memory-mb", "1500", "--nproc", "256"],
+                         cwd=REPO, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stdout + run.stderr
+    reports = {p.stem: json.loads(p.read_text()) for p in (course / "reports" / LESSON).glob("*.json")}
+    return reports, run.stdout
+
+
+def test_a_hostile_kernel_leaves_the_victim_beside_it_with_its_grade(settings, released_course, tmp_path):
+    blank = load(released_course / "release" / LESSON / f"{LESSON}.ipynb")
+    victim = fill_solutions(blank, load(SOLUTIONS / f"{LESSON}.ipynb"))
+    alone, _ = _grade(_course_with(released_course, tmp_path / "alone", {"victim": victim}), jobs=1)
+    hostile = nbformat.reads(nbformat.writes(victim), as_version=4)
+    first_code = next(i for i, c in enumerate(hostile.cells) if c.cell_type == "code" and c.get("id") != "colab-setup")
+    hostile.cells.insert(first_code + 1, nbformat.v4.new_code_cell(HOSTILE))
+    beside, log = _grade(_course_with(released_course, tmp_path / "beside", {"a_hostile": hostile, "victim": victim}),
+                         jobs=2)
+    assert (beside["victim"]["score"], beside["victim"]["max_score"]) == (alone["victim"]["score"],
+                                                                          alone["victim"]["max_score"]), log
+    assert alone["victim"]["score"] == alone["victim"]["max_score"], alone
+    assert beside["victim"]["flags"] == alone["victim"]["flags"] == [], log
+    # the two were graded at the same time (--jobs 2 starts both at once; the hostile one sleeps 12 s
+    # after starting its children). Its own grade is whatever its kernel could still do: a fork bomb
+    # in its cgroup can leave it unable to start a thread, which nbgrader reports as a failure.
+    assert beside["a_hostile"]["seconds"] > 12, beside["a_hostile"]
