@@ -42,6 +42,7 @@ from .restore import restore
 from . import integrity, sandbox
 
 RUNTIME_FLAGS = ("the kernel died", "the notebook ran past")  # events that cost points the tests cannot judge
+HANG = "hang:"  # events of a kernel that stopped answering (see work_retrying_a_hang)
 HARD_LIMIT_GRACE_S = 60  # beyond the notebook budget: kernel start, sanitizing, saving grades
 
 
@@ -182,6 +183,7 @@ def _execute_class():
             self._deadline = time.monotonic() + self.notebook_timeout
             self._cell_timeout = self.timeout
             self._dead = None
+            self._timed_out = False
             self._output_bytes = {}
             return super().preprocess(nb, resources, km)
 
@@ -211,6 +213,11 @@ def _execute_class():
             except CellTimeoutError as e:  # no reply, or output still streaming, after the interrupt
                 cell.outputs.append(error("CellTimeoutError", str(e).splitlines()[0]))
                 _event(f"cell {index} timed out: {str(e).splitlines()[0]}")
+                if "iopub.execute_input" not in cell.metadata.get("execution", {}) and not self._timed_out:
+                    # the kernel never started the cell, right after one that ended: a lost request
+                    # (ipykernel issue 1554), not slow code (after a timeout, the student's code may hold it)
+                    _event(f"{HANG} cell {index} never started: the kernel sat idle and no reply came")
+                self._timed_out = True
                 return cell, resources
 
         def on_cell_executed(self, **kwargs):
@@ -643,7 +650,25 @@ def _done(course_root, result, log):
     return result
 
 
+def work_retrying_a_hang(job):
+    """work(job); a kernel hang (a cell that never started) is graded again once in a fresh kernel,
+    and a second one fails the job as the grader's fault: never a zero the student earned."""
+    outcome = work(job)
+    events = Path(os.environ.get("AUTOGRADER_EVENTS", os.devnull))
+    hung = [e for e in (events.read_text().splitlines() if events.is_file() else []) if e.startswith(HANG)]
+    if not hung:
+        return outcome
+    events.replace(events.with_name("events-hung.txt"))  # the first run's events, kept beside the report
+    _event(f"{HANG} graded again in a fresh kernel after the first run's {hung[0][len(HANG):].strip()}")
+    outcome = work(job)
+    again = [e for e in events.read_text().splitlines() if e.startswith(HANG)][1:]
+    if again:
+        return {"success": False, "log": outcome["log"], "error": f"the grader's fault, not the student's: "
+                f"the kernel hung twice ({again[0][len(HANG):].strip()}); run grade again"}
+    return outcome
+
+
 if __name__ == "__main__":
     job_file = Path(sys.argv[1])
-    outcome = work(json.loads(job_file.read_text()))
+    outcome = work_retrying_a_hang(json.loads(job_file.read_text()))
     (job_file.parent / "result.json").write_text(json.dumps(outcome))
