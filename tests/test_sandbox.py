@@ -221,6 +221,15 @@ def test_writable_places_are_small_and_private(settings, tmp_path):
     assert not os.path.exists(runtime) and not (tmp_path / "fill").exists()
 
 
+def test_a_missing_bubblewrap_is_named_in_a_warning(monkeypatch, tmp_path):
+    """Without bwrap the kernel still starts, with its limits, and the warning says what no longer holds."""
+    monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
+    found, warnings = sandbox.probe(sandbox_settings(tmp_path, Limits()))
+    assert found["bwrap"] is False
+    text = " ".join(warnings)
+    assert "bubblewrap (bwrap) not found" in text and "network" in text and "file system" in text, warnings
+
+
 # ---------------------------------------------------------------- one hostile kernel beside a victim
 
 HOSTILE = r"""
