@@ -31,6 +31,8 @@ html_show_sourcelink = False
 html_last_updated_fmt = None
 html_static_path = ["_static"]
 html_css_files = ["course.css"]
+# a fixed light mode: with none set, the theme's script logs an error on a reader's first visit
+html_context = {"default_mode": "light"}
 html_theme_options = {
     "show_navbar_depth": 1,
     "show_toc_level": 2,

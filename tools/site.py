@@ -85,16 +85,19 @@ def cached_run(lesson, fast):
     return nb if nb.metadata.get("course_site", {}).get("key") == cache_key(lesson, fast) else None
 
 
-def execute_lesson(lesson, fast, timeout=900):
+def execute_lesson(lesson, fast, threads=None, timeout=900):
     """Run solutions/<lesson>.ipynb top to bottom in a fresh kernel; store the run in the cache.
 
-    Runs in a worker process. Raises SiteError when a cell fails: a page must not show a traceback.
+    Runs in a worker process (its environment is the kernel's). Raises SiteError when a cell fails: a page must not show a traceback.
     """
     from nbclient import NotebookClient
 
     key = cache_key(lesson, fast)
     nb = nbformat.read(str(SOLUTIONS / f"{lesson}.ipynb"), as_version=4)
     os.environ.update(COURSE_FAST="1" if fast else "0", MPLBACKEND="module://matplotlib_inline.backend_inline")
+    if threads:  # this worker process's environment only, inherited by its kernel
+        for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+            os.environ.setdefault(name, str(threads))
     started = time.time()
     NotebookClient(nb, timeout=timeout, kernel_name="python3", allow_errors=True, store_widget_state=True,
                    resources={"metadata": {"path": str(REPO)}}).execute()
@@ -121,8 +124,11 @@ def run_lessons(names, fast, jobs, log=print):
     if stale:
         log(f"  running {len(stale)} lesson(s) in {'fast' if fast else 'full'} mode, {jobs} at a time: "
             f"{', '.join(stale)}")
-        with ProcessPoolExecutor(max_workers=max(1, min(jobs, len(stale)))) as pool:
-            futures = [pool.submit(execute_lesson, name, fast) for name in stale]
+        workers = max(1, min(jobs, len(stale)))
+        # each kernel's torch gets its share of the cores instead of all of them
+        threads = max(1, (os.cpu_count() or 1) // workers) if workers > 1 else None
+        with ProcessPoolExecutor(max_workers=workers) as pool:
+            futures = [pool.submit(execute_lesson, name, fast, threads) for name in stale]
             for future in futures:
                 name, seconds = future.result()
                 log(f"  {name}: ran in {seconds} s")
@@ -144,17 +150,15 @@ def is_test(cell):
     return bool(nbgrader_meta(cell).get("grade")) and cell.cell_type == "code"
 
 
-def secret_lines(solution_nb, student_nb=None):
+def secret_lines(solution_nb, public_nbs=()):
     """Lines that the site must never show: solution bodies and hidden tests.
 
     Lines between `### BEGIN SOLUTION` / `### END SOLUTION` and between `### BEGIN HIDDEN TESTS` /
-    `### END HIDDEN TESTS`, stripped; trivial ones (shorter than 12 characters, or found anywhere in
-    the student copy, such as `return out` or a line a visible test shares) are left out.
+    `### END HIDDEN TESTS`, stripped; trivial ones are left out: shorter than 12 characters, or found
+    in a published notebook (`public_nbs`: the student copies, such as `if mask is not None:` in a
+    docstring, a line a visible test shares, or an earlier lesson's answer given as ready-made code).
     """
-    public = set()
-    if student_nb is not None:
-        public = {line.strip() for c in student_nb.cells for line in c.source.splitlines()}
-        public_text = "\n".join(c.source for c in student_nb.cells)
+    public_text = "\n".join(c.source for nb in public_nbs for c in nb.cells)
     found = []
     for cell in solution_nb.cells:
         inside = False
@@ -164,8 +168,7 @@ def secret_lines(solution_nb, student_nb=None):
                 inside = True
             elif re.fullmatch(r"#+\s*END (SOLUTION|HIDDEN TESTS)", text):
                 inside = False
-            elif inside and len(text) >= 12 and text not in public and \
-                    (student_nb is None or text not in public_text):
+            elif inside and len(text) >= 12 and text not in public_text and text not in found:
                 found.append(text)
     return found
 
@@ -196,12 +199,20 @@ def student_page(run, student, lesson):
             cell.metadata.pop("execution", None)
         cells.append(cell)
         if cell.cell_type == "code" and any(WIDGET_VIEW in o.get("data", {}) for o in cell.outputs):
-            cell.outputs = static_explorer(cell.outputs, widget_state)
-            cells.append(explorer_note(lesson))
+            explorer = any(is_explorer(o, widget_state) for o in cell.outputs)
+            cell.outputs = static_widgets(cell.outputs, widget_state)
+            if explorer:
+                if not cell.outputs:
+                    raise SiteError(f"an explorer of {lesson} showed nothing when the lesson was run: "
+                                    f"its first picture cannot be put on the site")
+                cells.append(explorer_note(lesson))
     page.cells = cells
-    badge = next((c for c in page.cells if colab.BADGE_ID in c.get("metadata", {}).get("tags", [])), None)
-    if badge is not None:
-        badge.source = badge.source.replace(colab.BADGE_IMAGE, BADGE_IMAGE)
+    for cell in page.cells:
+        tags = cell.get("metadata", {}).get("tags", [])
+        if colab.BADGE_ID in tags:  # the badge's image from the site itself; the link still opens Colab
+            cell.source = cell.source.replace(colab.BADGE_IMAGE, BADGE_IMAGE)
+        if colab.SETUP_ID in tags:  # does something on Colab only: not part of the reading
+            cell.metadata["tags"] = tags + ["remove-cell"]
     return page
 
 
@@ -229,19 +240,39 @@ def _widget_pictures(model_id, state, seen):
     return found
 
 
-def static_explorer(outputs, widget_state):
-    """An explorer's outputs with each widget view replaced by what it showed first (HTML and figures)."""
+# widgets a reader moves: a view holding one of them is an explorer (a progress bar is not)
+CONTROL = re.compile(r"(Slider|Dropdown|Text|Textarea|Button|ToggleButtons?|Checkbox|RadioButtons|Select|"
+                     r"SelectMultiple|Play|Combobox|Picker)Model")
+
+
+def _descendants(model_id, state, seen=None):
+    seen = set() if seen is None else seen
+    if model_id in seen or model_id not in state:
+        return seen
+    seen.add(model_id)
+    for child in state[model_id]["state"].get("children", []) or []:
+        _descendants(str(child).removeprefix("IPY_MODEL_"), state, seen)
+    return seen
+
+
+def is_explorer(output, widget_state):
+    view = output.get("data", {}).get(WIDGET_VIEW)
+    return view is not None and any(CONTROL.fullmatch(widget_state[m].get("model_name", ""))
+                                    for m in _descendants(view["model_id"], widget_state))
+
+
+def static_widgets(outputs, widget_state):
+    """Outputs with each widget view replaced by what it showed when the run ended (HTML and figures).
+
+    An explorer's view becomes its first picture (nothing moved its controls); a progress bar its text.
+    """
     static = []
     for out in outputs:
         view = out.get("data", {}).get(WIDGET_VIEW)
         if view is None:
             static.append(out)
-            continue
-        pictures = _widget_pictures(view["model_id"], widget_state, set())
-        if not any("image/png" in p["data"] or "image/svg+xml" in p["data"] for p in pictures):
-            raise SiteError("an explorer showed no figure when the lesson was run: its first picture "
-                            "cannot be put on the site")
-        static += pictures
+        else:
+            static += _widget_pictures(view["model_id"], widget_state, set())
     return static
 
 
@@ -365,7 +396,7 @@ def build(fast=False, jobs=2, names=None, log=print):
         student = nbformat.read(str(student_path), as_version=4)
         page = student_page(runs[lesson], student, lesson)
         solution = nbformat.read(str(SOLUTIONS / f"{lesson}.ipynb"), as_version=4)
-        leaks = leaked_lines(page_text(page), secret_lines(solution, student))
+        leaks = leaked_lines(page_text(page), secret_lines(solution, [student]))
         if leaks:
             raise SiteError(f"the page of {lesson} would show {len(leaks)} line(s) of a solution or hidden test, "
                             f"e.g. {leaks[0]!r}: is notebooks/{lesson}.ipynb stale? "
