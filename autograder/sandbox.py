@@ -168,7 +168,7 @@ def _ancestors(path):
     return ["/" + "/".join(parts[:i + 1]) for i in range(len(parts))]
 
 
-def bwrap_args(settings, runtime, cwd, uid, info_fd, as_root):
+def bwrap_args(settings, runtime, cwd, info_fd, as_root):
     """bubblewrap's arguments: namespaces, then the allow-list file system, in mount order."""
     tmp = settings["tmp_mb"] << 20
     args = [bwrap_path(), "--die-with-parent", "--new-session", "--info-fd", str(info_fd)]
@@ -211,7 +211,7 @@ def bwrap_args(settings, runtime, cwd, uid, info_fd, as_root):
 
 # The stub runs inside the sandbox (as root in it when the grader is root) and becomes the kernel.
 STUB = r"""
-import ctypes, json, os, resource, shutil, sys
+import ctypes, json, os, resource, shutil, signal, sys
 cfg = json.loads(sys.argv[1]); cmd = sys.argv[2:]
 uid, home = cfg["uid"], cfg["home"]
 if cfg["copy_from"]:
@@ -226,10 +226,8 @@ for name, value in cfg["limits"]:
     resource.setrlimit(getattr(resource, name), (value, value))
 if uid is not None:
     os.setgroups([]); os.setgid(uid); os.setuid(uid)
-libc = ctypes.CDLL(None, use_errno=True)
-libc.prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
-signal_dfl = __import__("signal")
-signal_dfl.signal(signal_dfl.SIGINT, signal_dfl.SIG_DFL)
+ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+signal.signal(signal.SIGINT, signal.SIG_DFL)  # the launcher forwards jupyter's interrupts
 os.execv(cmd[0], cmd)
 """
 
@@ -270,7 +268,7 @@ def launch(settings, cmd):
     cwd = os.getcwd()
     use_bwrap = settings["bwrap"] and bwrap_path()
     uid = settings["uid_base"] + os.getpid() if root and settings["separate_user"] else None
-    home = "/tmp/home" if use_bwrap else os.path.join(runtime, "home")
+    home = "/tmp/home" if use_bwrap else tempfile.mkdtemp(prefix="ag-home-")  # (the runtime tmpfs is 1 MB)
     cgroups = None
     if root and settings["cgroup"]:
         try:
@@ -300,7 +298,7 @@ def launch(settings, cmd):
         with open(os.path.join(runtime, "group"), "w") as f:
             f.write(f"student:x:{shown}:\n")
         info_r, info_w = os.pipe()
-        full = bwrap_args(settings, runtime, cwd, uid, info_w, root) + ["--"] + stub + cmd
+        full = bwrap_args(settings, runtime, cwd, info_w, root) + ["--"] + stub + cmd
     else:
         full = stub + cmd
     child = os.fork()
@@ -353,6 +351,8 @@ def launch(settings, cmd):
             cgroups.remove()
         if mounted:
             _libc.umount2(runtime.encode(), MNT_DETACH)
+        if not use_bwrap:
+            shutil.rmtree(home, ignore_errors=True)
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
