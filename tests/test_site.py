@@ -128,6 +128,13 @@ def test_page_is_the_student_version_with_the_outputs_of_a_run(html_dir, lesson)
     assert re.search(r'<img[^>]+src="\.\./_images/[0-9a-f]+\.png"', lesson_page(html_dir, lesson).read_text()), \
         "no figure from the run"
     assert colab.colab_url(lesson) in text, "no Colab badge"
+    # every measurement the run printed outside the exercises is on the page
+    run = site.cached_run(lesson, fast=not FULL)
+    printed = [line.strip() for c in run.cells if c.cell_type == "code" and not site.is_answer(c)
+               and not site.is_test(c) for o in c.outputs if o.output_type == "stream" and o.name == "stdout"
+               for line in o.text.splitlines()[:3] if len(line.strip()) > 8]
+    missing = [line for line in printed if re.sub(r"\s+", " ", line) not in re.sub(r"\s+", " ", text)]
+    assert missing == [], f"printed by the run but not on the page: {missing[:3]}"
 
 
 @pytest.mark.parametrize("lesson", LESSONS)

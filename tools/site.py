@@ -178,7 +178,7 @@ def student_page(run, student, lesson):
     page = nbformat.from_dict(json.loads(json.dumps(run)))
     released = {nbgrader_meta(c).get("grade_id"): c for c in student.cells if nbgrader_meta(c).get("grade_id")}
     widget_state = page.metadata.pop("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
-    page.metadata.pop("course_site", None)
+    fast = page.metadata.pop("course_site", {}).get("fast", False)
     cells = []
     for cell in page.cells:
         gid = nbgrader_meta(cell).get("grade_id")
@@ -205,7 +205,7 @@ def student_page(run, student, lesson):
                 if not cell.outputs:
                     raise SiteError(f"an explorer of {lesson} showed nothing when the lesson was run: "
                                     f"its first picture cannot be put on the site")
-                cells.append(explorer_note(lesson))
+                cells.append(explorer_note(lesson, fast))
     page.cells = cells
     for cell in page.cells:
         tags = cell.get("metadata", {}).get("tags", [])
@@ -276,11 +276,11 @@ def static_widgets(outputs, widget_state):
     return static
 
 
-def explorer_note(lesson):
+def explorer_note(lesson, fast=False):
     cell = nbformat.v4.new_markdown_cell(
         '<div class="course-explorer-note">\n\n'
-        "**This explorer needs a running kernel.** Above is its first picture, from a full run of the "
-        "lesson. To move its controls, open the lesson live: "
+        f"**This explorer needs a running kernel.** Above is its first picture, from a {'fast-mode' if fast else 'full'} "
+        "run of the lesson. To move its controls, open the lesson live: "
         f"[![Open In Colab]({BADGE_IMAGE})]({colab.colab_url(lesson)}) or, on your machine, "
         f"`jupyter lab notebooks/{lesson}.ipynb` (see the README's set-up).\n\n</div>")
     cell.metadata["tags"] = ["course-explorer-note"]
