@@ -8,10 +8,12 @@ test cell only its outcome (no output when it passed, the error's name and its m
 to MAX_MESSAGE characters when not: never what student code printed or displayed during the
 tests, however encoded); blanks every line of hidden test code wherever it still appears in
 an output; and drops outputs that would run in the page (JavaScript, widget views, SVG).
-HTML and Markdown are sanitized by nbconvert (HTMLExporter.sanitize_html in
-nbgrader_config.py).
+HTML outputs are sanitized by nbconvert (HTMLExporter.sanitize_html in nbgrader_config.py);
+Markdown the student wrote or changed is shown as text (nbgrader's feedback template renders
+Markdown cells without nbconvert's sanitizer).
 """
 import csv
+import html
 import json
 import re
 from collections import defaultdict
@@ -34,9 +36,15 @@ class HideHiddenTests(NbGraderPreprocessor):
                           if len(line.strip()) >= MIN_SECRET_LINE}, key=len, reverse=True)
         visible = {line.strip() for cell in nb.cells for line in HIDDEN.sub("", cell.source).splitlines()}
         secrets = [s for s in secrets if s not in visible]  # also shown to students: not a secret
+        from .grading import _lesson_notebook
+        released = _lesson_notebook(self.config, resources, "release")
+        trusted = {c.source.strip() for c in released.cells if c.cell_type == "markdown"} if released else set()
         clear = ClearHiddenTests(parent=self)
         for cell in nb.cells:
             cell.get("metadata", {}).pop("autograder", None)  # what grading removed from test cells
+            if cell.cell_type == "markdown" and cell.source.strip() not in trusted:
+                # nbgrader's feedback template renders Markdown cells unsanitized: student text shows as text
+                cell.source = html.escape(cell.source, quote=False)
             if cell.cell_type != "code":
                 continue
             had_hidden = "BEGIN HIDDEN TESTS" in cell.source

@@ -315,7 +315,8 @@ def _outcome_class():
             cell.outputs = errors[:1] + [o for o in errors[1:] if o.ename == "IntegrityError"]
             if removed:
                 text = "".join(o.get("text", "") if o.output_type == "stream" else
-                               f"[{o.output_type}: {', '.join(o.get('data', {}))}]\n" for o in removed)
+                               f"[{o.output_type}: {', '.join(o.get('data', {}))}] "
+                               f"{o.get('data', {}).get('text/plain', '')}\n" for o in removed)
                 cell.metadata.setdefault("autograder", {})["removed_outputs"] = _bounded(text, self.max_removed)
             return cell, resources
 

@@ -128,7 +128,7 @@ def _with_html(nb, gid):
 DISPLAYHOOK = """
 _stub = {name}
 def {name}(*a, **k):
-    get_ipython().displayhook("full marks, please")
+    get_ipython().displayhook("full marks" + ", please")
     return _stub(*a, **k)
 """
 
@@ -394,8 +394,8 @@ def test_feedback_does_not_reveal_hidden_tests(graded):
     hidden = [line for line in hidden if line not in visible and release]
     assert hidden and len(graded["feedback"]) == len(FEEDBACK_FOR)
     for page in graded["feedback"]:
-        text = html.unescape(re.sub(r"<[^>]+>", "", page.read_text()))
-        leaked = [line for line in hidden if line in text]
+        lines = {line.strip() for line in html.unescape(re.sub(r"<[^>]+>", "", page.read_text())).splitlines()}
+        leaked = [line for line in hidden if line in lines]  # whole lines: `s = ...` is in `scores = ...`
         assert not leaked, f"{page}: {leaked[:3]}"
 
 
@@ -476,8 +476,8 @@ def test_feedback_shows_no_output_of_student_code_during_tests_and_no_active_htm
     page = next(p for p in graded["feedback"] if "/leaky/" in str(p)).read_text()
     for printed in ("B64 ", "REV ", "SPACED ", "HTML "):  # what the student's code printed during hidden tests
         assert printed not in html.unescape(re.sub(r"<[^>]+>", "", page)), printed
-    for active in ("<script>window.PWNED", "onerror", "window.PWNED = 3"):
-        assert active not in page, active
+    assert not re.search(r"<script[^>]*>[^<]*window\.PWNED", page), "a script of the student's reached the page"
+    assert not re.search(r"<[a-z]+[^>]*\son[a-z]+=", page), "an event handler attribute reached the page"
     assert "<b>bold</b>" in page  # harmless HTML still shows
 
 
