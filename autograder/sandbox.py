@@ -259,36 +259,46 @@ def launch(settings, cmd):
     i = cmd.index("-f") + 1
     runtime = os.path.dirname(os.path.abspath(cmd[i]))
     with open(cmd[i]) as f:
-        transport = (json.loads(f.read() or "{}")).get("transport", "ipc")
-    if not os.path.basename(runtime).startswith(("ag-", "rt")) or transport != "ipc":
+        connection = f.read()
+    if not os.path.basename(runtime).startswith(("ag-", "rt")) or json.loads(connection or "{}").get("transport") != "ipc":
         # not a private runtime directory made by SandboxKernelManager: never chown or bind a shared one
         print(f"autograder sandbox: {cmd[i]} is not in a private runtime directory with the ipc transport "
               "(use autograder.sandbox.SandboxKernelManager)", file=sys.stderr, flush=True)
         os._exit(126)
-    cwd = os.getcwd()
-    use_bwrap = settings["bwrap"] and bwrap_path()
+    use_bwrap = bool(settings["bwrap"] and bwrap_path())
+    cgroups, mounted, status = None, False, 127 << 8
+    try:
+        if root and settings["cgroup"]:
+            try:
+                cgroups = Cgroups(f"{os.getpid()}", settings["memory_mb"], settings["nproc"])
+            except OSError as e:
+                print(f"autograder sandbox: WARNING: no cgroup for this kernel ({e}): memory is capped as "
+                      "address space only", file=sys.stderr, flush=True)
+        if root and use_bwrap:  # a 1 MB tmpfs over the runtime directory: the kernel cannot fill the disk through it
+            mounted = _libc.mount(b"tmpfs", runtime.encode(), b"tmpfs", ctypes.c_ulong(MS_NOSUID | MS_NODEV),
+                                  b"size=1m,nr_inodes=64,mode=0700") == 0
+            with open(cmd[i], "w") as f:
+                f.write(connection)
+        status = _run(settings, cmd, runtime, use_bwrap, cgroups)
+    finally:
+        if cgroups:
+            cgroups.remove()
+        if mounted:
+            _libc.umount2(runtime.encode(), MNT_DETACH)
+    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+
+
+def _run(settings, cmd, runtime, use_bwrap, cgroups):
+    """Fork bubblewrap (or the stub alone), forward interrupts to the kernel, return its wait status."""
+    root = os.geteuid() == 0
     uid = settings["uid_base"] + os.getpid() if root and settings["separate_user"] else None
-    home = "/tmp/home" if use_bwrap else tempfile.mkdtemp(prefix="ag-home-")  # (the runtime tmpfs is 1 MB)
-    cgroups = None
-    if root and settings["cgroup"]:
-        try:
-            cgroups = Cgroups(f"{os.getpid()}", settings["memory_mb"], settings["nproc"])
-        except OSError as e:
-            print(f"autograder sandbox: WARNING: no cgroup for this kernel ({e}): memory is capped as "
-                  "address space only", file=sys.stderr, flush=True)
-    mounted = False
-    if root:  # a 1 MB tmpfs over the runtime directory: the kernel cannot fill the disk through it
-        with open(cmd[i]) as f:
-            connection = f.read()
-        mounted = _libc.mount(b"tmpfs", runtime.encode(), b"tmpfs", ctypes.c_ulong(MS_NOSUID | MS_NODEV),
-                              b"size=1m,nr_inodes=64,mode=0700") == 0
-        with open(cmd[i], "w") as f:
-            f.write(connection)
+    home = "/tmp/home" if use_bwrap else os.path.join(runtime, "home")
     if uid is not None:
         for path in [runtime] + [os.path.join(runtime, n) for n in os.listdir(runtime)]:
             os.chown(path, uid, uid)
         os.chmod(runtime, 0o700)
-    stub_cfg = dict(uid=uid, home=home, limits=_limits(settings, cgroups is not None), copy_from=SUBMISSION if use_bwrap else "")
+    stub_cfg = dict(uid=uid, home=home, limits=_limits(settings, cgroups is not None),
+                    copy_from=SUBMISSION if use_bwrap else "")
     stub = [sys.executable, "-I", "-S", "-c", STUB, json.dumps(stub_cfg)]
     info_r = info_w = None
     if use_bwrap:
@@ -298,7 +308,7 @@ def launch(settings, cmd):
         with open(os.path.join(runtime, "group"), "w") as f:
             f.write(f"student:x:{shown}:\n")
         info_r, info_w = os.pipe()
-        full = bwrap_args(settings, runtime, cwd, info_w, root) + ["--"] + stub + cmd
+        full = bwrap_args(settings, runtime, os.getcwd(), info_w, root) + ["--"] + stub + cmd
     else:
         full = stub + cmd
     child = os.fork()
@@ -339,21 +349,7 @@ def launch(settings, cmd):
 
     signal.signal(signal.SIGINT, forward)
     signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGKILL))
-    try:
-        while True:
-            try:
-                _, status = os.waitpid(child, 0)
-                break
-            except InterruptedError:
-                continue
-    finally:
-        if cgroups:
-            cgroups.remove()
-        if mounted:
-            _libc.umount2(runtime.encode(), MNT_DETACH)
-        if not use_bwrap:
-            shutil.rmtree(home, ignore_errors=True)
-    os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
+    return os.waitpid(child, 0)[1]
 
 
 def _ppid(pid):
@@ -453,7 +449,7 @@ def _try(settings, hidden, port, timeout):
         os.mkdir(cwd)
         conn = os.path.join(runtime, "kernel.json")
         with open(conn, "w") as f:
-            f.write("{}")
+            f.write('{"transport": "ipc"}')
         cmd = launcher_cmd(settings) + [sys.executable, "-c", PROBE, json.dumps([str(p) for p in hidden]),
                                         str(port), "-f", conn]
         try:

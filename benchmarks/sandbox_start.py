@@ -15,6 +15,7 @@ each, and the full sandbox's median over the plain one. It reports; it does not 
 """
 import argparse
 import asyncio
+import shutil
 import statistics
 import sys
 import tempfile
@@ -73,6 +74,7 @@ def main():
         print(f"{kind}: median {statistics.median(t):.2f} s (min {min(t):.2f}, max {max(t):.2f}) over {len(t)} starts")
     plain, full = (statistics.median(t) for t in (times["plain"], list(times.values())[-1]))
     print(f"full sandbox / plain: {full / plain:.2f}x (+{full - plain:.2f} s per kernel)")
+    shutil.rmtree(cwd, ignore_errors=True)
 
 
 if __name__ == "__main__":
