@@ -113,6 +113,7 @@ def test_every_lesson_in_solutions_has_a_page(html_dir):
     index = (html_dir / "index.html").read_text()
     for lesson in LESSONS:
         assert f'href="lessons/{lesson}.html"' in index, f"the index does not link {lesson}"
+    assert ("FAST-MODE" in index) == (not FULL), "the index must say when its numbers come from fast mode"
 
 
 @pytest.mark.parametrize("lesson", LESSONS)

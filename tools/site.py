@@ -88,7 +88,8 @@ def cached_run(lesson, fast):
 def execute_lesson(lesson, fast, threads=None, timeout=900):
     """Run solutions/<lesson>.ipynb top to bottom in a fresh kernel; store the run in the cache.
 
-    Runs in a worker process (its environment is the kernel's). Raises SiteError when a cell fails: a page must not show a traceback.
+    Runs in a worker process (its environment is the kernel's). Raises SiteError when a cell fails:
+    a page must not show a traceback.
     """
     from nbclient import NotebookClient
 
@@ -363,8 +364,8 @@ def prepare_sources(pages, src, fast):
     write_if_changed(lessons_dir / BADGE_IMAGE, (SITE_CONFIG / BADGE_IMAGE).read_text())
     index = INDEX.format(entries="\n".join(f"lessons/{lesson}" for lesson in pages))
     if fast:
-        index = index.replace("a full run of the\nfinished lesson",
-                              "a FAST-MODE run of the\nfinished lesson (numbers meaningless: a quick check only)")
+        index = index.replace("a full run of the finished lesson", "a FAST-MODE run of the finished lesson "
+                              "(its numbers are meaningless: a quick check of the site only)")
     write_if_changed(src / "index.md", index)
 
 
