@@ -31,23 +31,23 @@ def lesson_path(name):
     return found[0]
 
 
-def client(nb, args, cwd):
-    kwargs = dict(timeout=args.cell_timeout, kernel_name="python3", allow_errors=True,
-                  resources={"metadata": {"path": str(cwd)}})
-    if args.sandbox:
-        from autograder import grading, sandbox
-        settings, warnings = sandbox.probe(grading.sandbox_settings(cwd, grading.Limits()))
-        for w in warnings:
-            print(f"WARNING: {w}", flush=True)
-        kwargs.update(kernel_manager_class=sandbox.SandboxKernelManager)
-        return NotebookClient(nb, **kwargs), settings
-    return NotebookClient(nb, **kwargs), None
+def sandbox_settings(cwd):
+    """The grader's sandbox settings, probed once (warnings printed)."""
+    from autograder import grading, sandbox
+    settings, warnings = sandbox.probe(grading.sandbox_settings(cwd, grading.Limits()))
+    for w in warnings:
+        print(f"WARNING: {w}", flush=True)
+    print(f"sandbox: {sandbox.attempt_name(settings)}", flush=True)
+    return settings
 
 
-def run_once(source, args, cwd):
+def run_once(source, args, cwd, settings):
     nb = nbformat.from_dict(source)
-    c, settings = client(nb, args, cwd)
+    c = NotebookClient(nb, timeout=args.cell_timeout, kernel_name="python3", allow_errors=True,
+                       resources={"metadata": {"path": str(cwd)}})
     if settings is not None:
+        from autograder import sandbox
+        c.kernel_manager_class = sandbox.SandboxKernelManager
         c.km = c.create_kernel_manager()
         c.km.sandbox = settings
     start = time.monotonic()
@@ -83,10 +83,11 @@ def main():
     print(f"{path.name}: {args.n} runs, cell timeout {args.cell_timeout} s, sandbox {args.sandbox}; "
           f"ipykernel {ipykernel.__version__}, pyzmq {zmq.__version__} (libzmq {zmq.zmq_version()}), "
           f"jupyter_client {jupyter_client.__version__}", flush=True)
+    settings = sandbox_settings(REPO / "solutions") if args.sandbox else None
     counts, seconds = {"ok": 0, "hang": 0, "dead kernel": 0, "error": 0}, []
     hangs = []
     for i in range(args.n):
-        outcome, s = run_once(source, args, REPO / "solutions")
+        outcome, s = run_once(source, args, REPO / "solutions", settings)
         seconds.append(s)
         kind = next(k for k in counts if outcome.startswith(k))
         counts[kind] += 1
