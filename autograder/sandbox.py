@@ -260,7 +260,7 @@ def launch(settings, cmd):
     runtime = os.path.dirname(os.path.abspath(cmd[i]))
     with open(cmd[i]) as f:
         connection = f.read()
-    if not os.path.basename(runtime).startswith(("ag-", "rt")) or json.loads(connection or "{}").get("transport") != "ipc":
+    if not os.path.basename(runtime).startswith(("ag-", "rt")) or json.loads(connection or "{}").get("transport", "ipc") != "ipc":
         # not a private runtime directory made by SandboxKernelManager: never chown or bind a shared one
         print(f"autograder sandbox: {cmd[i]} is not in a private runtime directory with the ipc transport "
               "(use autograder.sandbox.SandboxKernelManager)", file=sys.stderr, flush=True)
