@@ -36,7 +36,9 @@ DESCRIPTIONS = dict(
              "with the hidden tests, their tracebacks and any copy of them in outputs removed.",
     export="<dir>/grades.csv (nbgrader's CSV export: one row per student and lesson), <dir>/summary.csv "
            "(per test cell: how many submissions got full marks or zero) and <dir>/summary.md (the same, "
-           "most failed first, and every flagged submission with its flags).",
+           "most failed first, every flagged submission with its flags and where to open it, every file collect "
+           "did not place), <dir>/canvas.csv (Canvas gradebook import) and <dir>/moodle.csv (Moodle grade "
+           "import), one column per lesson, with formgrader's overrides.",
 )
 
 

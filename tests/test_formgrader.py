@@ -96,7 +96,9 @@ def test_review_a_flagged_submission_in_formgrader(course, lab, chromium):
     first_answer = next(grade_id(c) for c in source.cells if is_solution(c))
     max_score = sum(c.metadata["nbgrader"]["points"] for c in source.cells if is_test(c))
     assert "bob" in _flagged(course)
-    shot = lambda page, name: page.screenshot(path=str(b.ARTIFACTS / f"formgrader_{name}.png"), full_page=True)  # noqa: E731
+    def shot(page, name, full_page=True):
+        page.screenshot(path=str(b.ARTIFACTS / f"formgrader_{name}.png"), full_page=full_page)
+
 
     page = chromium.new_page()
     console = b.ConsoleLog(page)
@@ -151,7 +153,8 @@ def test_review_a_flagged_submission_in_formgrader(course, lab, chromium):
             comment.fill(COMMENT)
             comment.blur()
         score.scroll_into_view_if_needed()
-        shot(page, "4_override")
+        page.mouse.wheel(0, -200)  # the answer's comment box above the test cell's score
+        shot(page, "4_override", full_page=False)
         page.reload()
         page.locator(f"input.score#{first_test}").wait_for(timeout=60_000)
         page.wait_for_function(f"() => document.querySelector('input.score#{first_test}').value === '{OVERRIDE}'",
