@@ -94,8 +94,16 @@ def _bound_names(node):
 
 
 def test_helpers(source_nb):
-    """Names the tests rely on: imported from course_utils anywhere, or defined in locked cells."""
-    names = set()
+    """Names the tests rely on: imported from course_utils anywhere, or defined in locked cells.
+
+    An exercise's own answer is never a helper, even where a test cell defines a reference
+    version of it for a while (to grade the next exercise on its own).
+    """
+    names, answers = set(), set()
+    for cell in source_nb.cells:
+        tree = cell.cell_type == "code" and nbgrader_meta(cell).get("solution") and _parse(cell.source)
+        for node in tree.body if tree else []:
+            answers.update(_bound_names(node))
     for cell in source_nb.cells:
         tree = cell.cell_type == "code" and _parse(cell.source)
         if not tree:
@@ -107,7 +115,7 @@ def test_helpers(source_nb):
             for node in tree.body:
                 if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
                     names.add(node.name)
-    return names
+    return names - answers
 
 
 def code_flags(code_cells, helpers=frozenset()):

@@ -113,3 +113,11 @@ def test_a_value_type_that_redefines_comparison_is_flagged(code):
                                   "import torch\nkernel_size = 3\nconv = torch.nn.Conv1d(2, 2, kernel_size)"])
 def test_honest_classes_and_names_are_not_flagged(code):
     assert _flags(code) == []
+
+
+def test_an_answer_that_a_test_cell_redefines_for_a_while_is_not_a_helper():
+    source = _notebook(("answer", "def f():\n    ### BEGIN SOLUTION\n    return 1\n    ### END SOLUTION", {"solution": True}),
+                       ("test_g", "def f():\n    return 1\nassert g() == 2", {"grade": True, "locked": True, "points": 1}))
+    submitted = _notebook(("answer", "def f():\n    return 1", {"solution": True}),
+                          ("test_g", "def f():\n    return 1\nassert g() == 2", {"grade": True, "locked": True, "points": 1}))
+    assert flag_submission(submitted, source) == []
