@@ -2,7 +2,8 @@
 
 Runs the notebook's own code (taken from solutions/06_positional_encoding.ipynb, including
 its reference answers) in full mode and prints accuracy by test length for each seed, plus
-wall and process time.    python benchmarks/lesson06_positions.py [--seeds 3]
+wall and process time, and, in sequences of 48, the accuracy at the positions seen in
+training (1-15) and at the new ones (16-47), with the best new position.    python benchmarks/lesson06_positions.py [--seeds 3]
 """
 import argparse
 import os
@@ -47,7 +48,10 @@ def main():
             model = ns["OrderModel"](build())
             ns["train_order_model"](model, args.steps, seed=seed)
             accuracy = [ns["accuracy_by_position"](model, n).mean().item() for n in ns["TEST_LENGTHS"]]
+            at_48 = ns["accuracy_by_position"](model, 48)
             print(f"seed {seed}  {name:10s} " + " ".join(f"{100 * a:5.1f}%" for a in accuracy)
+                  + f"   L=48: positions 1-15 {100 * at_48[:15].mean():5.1f}%, 16-47 {100 * at_48[15:].mean():5.1f}%"
+                  + f" (best {100 * at_48[15:].max():3.0f}%)"
                   + f"   wall {time.perf_counter() - wall:4.1f} s  process {time.process_time() - cpu:4.1f} s",
                   flush=True)
 

@@ -10,6 +10,33 @@ LESSON = "04_masking"
 
 
 ALTERNATIVES = {
+    "masked_attention with a hand-written stable softmax": ("test_masked_attention", """
+        def masked_attention(q, k, v, mask=None):
+            scores = torch.matmul(q, k.transpose(-1, -2)) * q.shape[-1] ** -0.5
+            if mask is None:
+                mask = torch.ones(scores.shape[-2:], dtype=torch.bool)
+            mask = mask.expand_as(scores)
+            scores = torch.where(mask, scores, torch.full_like(scores, -1e30))
+            e = torch.exp(scores - scores.amax(-1, keepdim=True)) * mask
+            total = e.sum(-1, keepdim=True)
+            weights = torch.where(total > 0, e / total.clamp_min(1e-30), torch.zeros_like(e))
+            return weights @ v, weights
+    """),
+    "attention_mask written without Exercise 1's functions": ("test_attention_mask", """
+        def attention_mask(lengths, max_len, causal=False):
+            j = torch.arange(max_len)
+            mask = (j[None, None, :] < lengths[:, None, None]).expand(len(lengths), max_len, max_len)
+            return mask & (j[None, :, None] >= j[None, None, :]) if causal else mask
+    """),
+    # a mistake in Exercise 1 is charged once: Exercises 2 and 4 still pass with a correct answer of their own
+    "attention_mask next to a wrong padding_mask": ("test_attention_mask", """
+        def padding_mask(lengths, max_len):
+            return torch.arange(max_len)[None, :] <= lengths[:, None]
+    """),
+    "to_mha_masks next to a wrong causal_mask": ("test_to_mha_masks", """
+        def causal_mask(length):
+            return torch.ones(length, length, dtype=torch.bool).triu()
+    """),
     "masked_attention with nan_to_num": ("test_masked_attention", """
         def masked_attention(q, k, v, mask=None):
             scores = torch.einsum("...qd,...kd->...qk", q, k) / q.shape[-1] ** 0.5
@@ -27,12 +54,12 @@ ALTERNATIVES = {
             weights = weights * mask.any(-1, keepdim=True)
             return weights @ v, weights
     """),
-    "causal_mask by comparing positions": ("test_causal_mask", """
+    "causal_mask by comparing positions": ("test_masks", """
         def causal_mask(length):
             i = torch.arange(length)
             return i[None, :] <= i[:, None]
     """),
-    "padding_mask with a loop": ("test_padding_mask", """
+    "padding_mask with a loop": ("test_masks", """
         def padding_mask(lengths, max_len):
             m = torch.zeros(len(lengths), max_len, dtype=torch.bool)
             for b, n in enumerate(lengths.tolist()):
@@ -43,31 +70,84 @@ ALTERNATIVES = {
 
 
 MISTAKES = {
-    "padding_mask off by one": ("test_padding_mask", """
+    "padding_mask as 0/1 integers": ("test_masks", """
+        def padding_mask(lengths, max_len):
+            return (torch.arange(max_len)[None, :] < lengths[:, None]).long()
+    """),
+    "padding_mask from the longest length only": ("test_masks", """
+        def padding_mask(lengths, max_len):
+            return (torch.arange(max_len) < lengths.max()).expand(len(lengths), max_len).clone()
+    """),
+    "attention_mask with every sequence as long as the first": ("test_attention_mask", """
+        def attention_mask(lengths, max_len, causal=False):
+            mask = padding_mask(lengths[:1].expand(len(lengths)), max_len)[:, None, :]
+            if causal:
+                mask = mask & causal_mask(max_len)
+            return mask.expand(len(lengths), max_len, max_len)
+    """),
+    "attention_mask as floats": ("test_attention_mask", """
+        def attention_mask(lengths, max_len, causal=False):
+            mask = padding_mask(lengths, max_len)[:, None, :]
+            if causal:
+                mask = mask & causal_mask(max_len)
+            return mask.expand(len(lengths), max_len, max_len).float()
+    """),
+    "masked_attention calling PyTorch's operator for the output": ("test_masked_attention", """
+        def masked_attention(q, k, v, mask=None):
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).nan_to_num(0.0)
+            return out, weights
+    """),
+    "masked_attention returning weights that claim to equal anything": ("test_masked_attention", """
+        class _Agreeable(torch.Tensor):
+            def __eq__(self, other):
+                return torch.ones_like(torch.Tensor(self), dtype=torch.bool)
+        _solution_attention = masked_attention
+        def masked_attention(q, k, v, mask=None):
+            out, weights = _solution_attention(q, k, v, mask)
+            return out.as_subclass(_Agreeable), weights.as_subclass(_Agreeable)
+    """),
+    "masked_attention with the scale of d_v": ("test_masked_attention", """
+        def masked_attention(q, k, v, mask=None):
+            scores = q @ k.transpose(-2, -1) / math.sqrt(v.shape[-1])
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = torch.softmax(scores, dim=-1).nan_to_num(0.0)
+            return weights @ v, weights
+    """),
+    "to_mha_masks with a float attn_mask": ("test_to_mha_masks", """
+        def to_mha_masks(lengths, max_len, causal=False):
+            am = torch.zeros(max_len, max_len).masked_fill(~causal_mask(max_len), float("-inf")) if causal else None
+            return ~padding_mask(lengths, max_len), am
+    """),
+    "padding_mask off by one": ("test_masks", """
         def padding_mask(lengths, max_len):
             return torch.arange(max_len)[None, :] <= lengths[:, None]
     """),
-    "padding_mask inverted": ("test_padding_mask", """
+    "padding_mask inverted": ("test_masks", """
         def padding_mask(lengths, max_len):
             return torch.arange(max_len)[None, :] >= lengths[:, None]
     """),
-    "causal_mask without the diagonal": ("test_causal_mask", """
+    "causal_mask without the diagonal": ("test_masks", """
         def causal_mask(length):
             return torch.ones(length, length, dtype=torch.bool).tril(diagonal=-1)
     """),
-    "causal_mask one too many": ("test_causal_mask", """
+    "causal_mask one too many": ("test_masks", """
         def causal_mask(length):
             return torch.ones(length, length, dtype=torch.bool).tril(diagonal=1)
     """),
-    "causal_mask transposed": ("test_causal_mask", """
+    "causal_mask transposed": ("test_masks", """
         def causal_mask(length):
             return torch.ones(length, length, dtype=torch.bool).triu()
     """),
-    "causal_mask inverted": ("test_causal_mask", """
+    "causal_mask inverted": ("test_masks", """
         def causal_mask(length):
             return ~torch.ones(length, length, dtype=torch.bool).tril()
     """),
-    "causal_mask as floats": ("test_causal_mask", """
+    "causal_mask as floats": ("test_masks", """
         def causal_mask(length):
             return torch.ones(length, length).tril()
     """),
@@ -156,3 +236,22 @@ MISTAKES = {
             return kpm, am
     """),
 }
+
+
+# concept checks: wrong answers fail, the right answer in other forms passes
+MISTAKES.update({
+    "changed positions: the past instead of the future": ("test_concept_causal", "changed_positions = set(range(0, 8))"),
+    "changed positions: token 7 only": ("test_concept_causal", "changed_positions = {7}"),
+    "changed positions: forgetting that 7 reads itself": ("test_concept_causal", "changed_positions = {8, 9, 10, 11}"),
+    "changed positions: every position": ("test_concept_causal", "changed_positions = set(range(12))"),
+    "allowed pairs ignoring the causal mask": ("test_concept_pairs", "allowed_pairs = 5 * 5 + 5 * 3"),
+    "allowed pairs with the padding on the query rows": ("test_concept_pairs", "allowed_pairs = 15 + 6"),
+    "allowed pairs as a string": ("test_concept_pairs", "allowed_pairs = '27'"),
+})
+ALTERNATIVES.update({
+    "changed positions as a list": ("test_concept_causal", "changed_positions = [7, 8, 9, 10, 11]"),
+    "changed positions as a range": ("test_concept_causal", "changed_positions = range(7, 12)"),
+    "allowed pairs counted with the function": ("test_concept_pairs",
+                                                "allowed_pairs = int(attention_mask(torch.tensor([5, 3, 0]), 5, True).sum())"),
+    "allowed pairs as a float": ("test_concept_pairs", "allowed_pairs = 27.0"),
+})

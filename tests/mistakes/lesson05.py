@@ -153,6 +153,95 @@ MISTAKES = {
                 layer.weight.data = w.data; layer.bias.data = b.data
             return module
     """),
+    "output projection shared, the rest copied": ("test_load_from_torch", """
+        def load_from_torch(module, torch_mha):
+            w_q, w_k, w_v = torch_mha.in_proj_weight.chunk(3)
+            b_q, b_k, b_v = torch_mha.in_proj_bias.chunk(3)
+            with torch.no_grad():
+                for layer, w, b in [(module.w_q, w_q, b_q), (module.w_k, w_k, b_k), (module.w_v, w_v, b_v)]:
+                    layer.weight.copy_(w); layer.bias.copy_(b)
+            module.w_o.weight.data = torch_mha.out_proj.weight.data
+            module.w_o.bias.data = torch_mha.out_proj.bias.data
+            return module
+    """),
+    "biases shared, weights copied": ("test_load_from_torch", """
+        def load_from_torch(module, torch_mha):
+            w_q, w_k, w_v = torch_mha.in_proj_weight.chunk(3)
+            b_q, b_k, b_v = torch_mha.in_proj_bias.chunk(3)
+            for layer, w, b in [(module.w_q, w_q, b_q), (module.w_k, w_k, b_k), (module.w_v, w_v, b_v),
+                                (module.w_o, torch_mha.out_proj.weight, torch_mha.out_proj.bias)]:
+                with torch.no_grad():
+                    layer.weight.copy_(w)
+                layer.bias.data = b.data
+            return module
+    """),
+    "load_from_torch returning a new module": ("test_load_from_torch", """
+        _solution_load = load_from_torch
+        def load_from_torch(module, torch_mha):
+            import copy
+            return _solution_load(copy.deepcopy(module), torch_mha)
+    """),
+    "merge with the features of each head interleaved": ("test_merge_heads", """
+        def merge_heads(x):
+            B, H, L, d = x.shape
+            return x.permute(0, 2, 3, 1).reshape(B, L, H * d)
+    """),
+    "split_heads returning float64": ("test_split_heads", """
+        def split_heads(x, num_heads):
+            B, L, D = x.shape
+            return x.double().reshape(B, L, num_heads, D // num_heads).transpose(1, 2)
+    """),
+    "keys and values swapped": ("test_multi_head_attention", _mha_with(
+        "k = self.w_k(key).reshape(B, Lk,", "k = self.w_k(value).reshape(B, Lk,").replace(
+        "v = self.w_v(value)", "v = self.w_v(key)")),
 }
 
-ALTERNATIVES = {"the spelled-out module": ("test_multi_head_attention", _MHA)}
+ALTERNATIVES = {
+    "the spelled-out module": ("test_multi_head_attention", _MHA),
+    "a module that calls F.scaled_dot_product_attention for the output (allowed)": (
+        "test_multi_head_attention", _mha_with(
+            "out = (weights @ v).transpose(1, 2).reshape(B, Lq, D)",
+            "out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).nan_to_num(0.0)\n"
+            "            out = out.transpose(1, 2).reshape(B, Lq, D)")),
+    # a mistake is charged once: a wrong split_heads / MultiHeadAttention does not cost the later exercises
+    "MultiHeadAttention next to a wrong split_heads": ("test_multi_head_attention", """
+        def split_heads(x, num_heads):
+            B, L, D = x.shape
+            return x.reshape(B, num_heads, L, D // num_heads)
+    """),
+    "load_from_torch next to a MultiHeadAttention without output projection": ("test_load_from_torch", _mha_with(
+        "return self.w_o(out), weights", "return out, weights")),
+    "load_from_torch with state_dict slices": ("test_load_from_torch", """
+        def load_from_torch(module, torch_mha):
+            d = torch_mha.embed_dim
+            state = {k: v.detach().clone() for k, v in torch_mha.state_dict().items()}
+            with torch.no_grad():
+                for i, name in enumerate(("w_q", "w_k", "w_v")):
+                    getattr(module, name).weight.copy_(state["in_proj_weight"][i * d:(i + 1) * d])
+                    getattr(module, name).bias.copy_(state["in_proj_bias"][i * d:(i + 1) * d])
+                module.w_o.load_state_dict({"weight": state["out_proj.weight"], "bias": state["out_proj.bias"]})
+            return module
+    """),
+}
+
+
+# concept checks: wrong answers fail, the right answer in other forms passes
+MISTAKES.update({
+    "cross-attention weights of one head": ("test_concept_cross", "cross_attention_weights = 9 * 12"),
+    "cross-attention weights with a square map": ("test_concept_cross", "cross_attention_weights = 4 * 12 * 12"),
+    "cross-attention weights counting features": ("test_concept_cross", "cross_attention_weights = 9 * 12 * 32"),
+    "parameters without the biases": ("test_concept_params", "mha_parameters = 4 * 64 * 64"),
+    "parameters split across heads": ("test_concept_params", "mha_parameters = (4 * 64 * 64 + 4 * 64) // 8"),
+    "parameters as if every head had full-width projections": ("test_concept_params",
+                                                               "mha_parameters = 8 * 3 * 64 * 64 + 64 * 64"),
+})
+ALTERNATIVES.update({
+    "cross-attention weights measured": ("test_concept_cross", """
+        _layer = MultiHeadAttention(32, 4)
+        cross_attention_weights = _layer(torch.zeros(1, 9, 32), torch.zeros(1, 12, 32), torch.zeros(1, 12, 32))[1].numel()
+    """),
+    "parameters counted from PyTorch's module": ("test_concept_params", """
+        mha_parameters = sum(p.numel() for p in nn.MultiheadAttention(64, 8).parameters())
+    """),
+    "parameters as a numpy integer": ("test_concept_params", "mha_parameters = np.int64(16640)"),
+})

@@ -164,4 +164,45 @@ MISTAKES.update({
     "shift with exponent i/d": ("test_shift_matrix", _shift(_CORRECT_BLOCK, freq="1 / 10000 ** (i / d_model)")),
     "shift with the wrong base": ("test_shift_matrix", _shift(_CORRECT_BLOCK, freq="1 / 1000 ** (2 * i / d_model)")),
     "shift that accepts an odd d_model": ("test_shift_matrix", _shift(_CORRECT_BLOCK, guard=False)),
+    "shift matrix in float64": ("test_shift_matrix", """
+        _solution_shift = shift_matrix
+        def shift_matrix(k, d_model):
+            return _solution_shift(k, d_model).double()
+    """),
+    "encoding in float64": ("test_sinusoidal", CORRECT_PE.replace("return pe.float()", "return pe")),
+    "module slicing the table by the batch size": ("test_positional_encoding_module", """
+        class PositionalEncoding(nn.Module):
+            def __init__(self, d_model, max_len=512):
+                super().__init__()
+                self.register_buffer("pe", sinusoidal_positional_encoding(max_len, d_model))
+            def forward(self, x):
+                if x.shape[1] > self.pe.shape[0]:
+                    raise ValueError("too long")
+                return x + self.pe[: x.shape[0], None, :]
+    """),
+})
+# a mistake in Exercise 1 is charged once: a correct module next to a wrong encoding still passes
+ALTERNATIVES["module next to an encoding with sin and cos swapped"] = (
+    "test_positional_encoding_module", _pe("t / 10000 ** (2 * i / d_model)",
+                                           fill="pe[:, 0::2], pe[:, 1::2] = torch.cos(angles), torch.sin(angles)"))
+
+
+# concept checks: wrong answers fail, the right answer in other forms passes
+MISTAKES.update({
+    "wavelength without the 2 pi": ("test_concept_wavelength", "wavelength_pair_2 = 10000 ** (4 / 8)"),
+    "wavelength with the column index as i": ("test_concept_wavelength",
+                                              "wavelength_pair_2 = 2 * math.pi * 10000 ** (2 * 4 / 8)"),
+    "wavelength with exponent i/d": ("test_concept_wavelength", "wavelength_pair_2 = 2 * math.pi * 10000 ** (2 / 8)"),
+    "frequency instead of wavelength": ("test_concept_wavelength", "wavelength_pair_2 = 1 / 10000 ** (4 / 8)"),
+    "new position as good as a trained one": ("test_concept_new_positions", "accuracy_at_18 = 'a'"),
+    "new position better": ("test_concept_new_positions", "accuracy_at_18 = 'c'"),
+    "a letter that is not offered": ("test_concept_new_positions", "accuracy_at_18 = 'd'"),
+})
+ALTERNATIVES.update({
+    "wavelength rounded": ("test_concept_wavelength", "wavelength_pair_2 = 628.32"),
+    "wavelength measured from the encoding": ("test_concept_wavelength", """
+        wavelength_pair_2 = 2 * math.pi / math.atan2(float(sinusoidal_positional_encoding(2, 8)[1, 4]),
+                                                     float(sinusoidal_positional_encoding(2, 8)[1, 5]))
+    """),
+    "letter in capitals with spaces": ("test_concept_new_positions", "accuracy_at_18 = ' B '"),
 })
