@@ -2,14 +2,19 @@
 
 Each (lesson, student) is graded by a worker process (`python -m autograder.grading JOB`)
 that runs nbgrader's Autograde converter (through NbGraderAPI) on the course directory,
-with three changes made through nbgrader's configuration:
+with these changes made through nbgrader's configuration (nbgrader_config.py holds the
+preprocessor lists, so plain `nbgrader autograde` applies the same rules, without the sandbox):
 
-- the Execute preprocessor is SandboxedExecute: the kernel starts through the launcher
-  in sandbox.py, a notebook has a wall-clock budget, a cell's output is capped, and a
-  dead kernel (os._exit, a crash, a memory limit) fails the remaining cells instead of
-  the whole notebook;
-- DeduplicateIds turns a copied-and-pasted graded cell into an ordinary cell (nbgrader's
-  own leaves metadata that its schema check rejects, failing the whole submission);
+- RestoreCellMetadata (restore.py) gives every cell the nbgrader metadata it was released
+  with, so a tampered cell no longer fails the whole notebook; DeduplicateIds turns a
+  copied-and-pasted graded cell into an ordinary cell (nbgrader's own leaves metadata that
+  its schema check rejects, failing the whole submission);
+- GradingExecute runs the runtime integrity check (integrity.py) before the first cell and
+  after every test cell; SandboxedExecute adds the kernel launcher of sandbox.py, a
+  wall-clock budget per notebook, capped output, and a dead kernel (os._exit, a crash, a
+  memory limit) failing the remaining cells instead of the whole notebook;
+- TestCellOutcome makes a test cell pass or fail on one fact, whether it raised an error,
+  before nbgrader's SaveAutoGrades reads its outputs;
 - the gradebook is a private copy (a shard): SQLite takes one writer at a time, so
   workers never share it. When a worker ends, the parent copies what nbgrader wrote
   about that submission into the course gradebook: one writer, no lost grade.
@@ -19,7 +24,9 @@ N kernels do not fight over the cores.
 
 A worker that fails or runs past the hard limit is killed with its process group; the
 submission is still entered in the gradebook (with zero for what was not graded) and
-flagged, and the other students go on.
+flagged, and the other students go on. SIGINT or SIGTERM stops every worker and kernel,
+keeps what finished, and names the rest; a report per graded notebook (with its sha256)
+lets the next run skip what is done.
 """
 import hashlib
 import json
