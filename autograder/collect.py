@@ -18,7 +18,8 @@ folder or file name); without a roster, from the student folder's name. Two fold
 that make the same student id (`student a`, `student_a`, `Student_A`) are two people:
 both are placed, under `student_a` and `student_a_2`, and the collision is reported.
 
-Two files for one student and lesson: the newer wins, by the exchange timestamp, else by
+Two files for one student and lesson: the newer wins, by the exchange timestamp (or the
+timestamp.txt of nbgrader's own layout), else by
 the file's own time (a zip entry's stored time, never the time of extraction), else by
 the download number a browser adds (`02_x (2).ipynb` is newer than `02_x (1).ipynb` and
 `02_x.ipynb`). The losing file is listed with the reason, and the log says which was kept
@@ -312,7 +313,8 @@ class Candidate:
     raw_student: str        # the folder name, exchange name or roster id it came from
     lesson: str
     download: int = 0
-    stamp: str = None       # exchange timestamp as written, or None
+    stamp: str = None       # exchange timestamp (or nbgrader's timestamp.txt) as written, or None
+    stamp_source: str = "exchange timestamp"
     student: str = None     # the id it is placed under
     _data: bytes = None
 
@@ -329,7 +331,7 @@ class Candidate:
 
 def _describe_time(c):
     if c.stamp:
-        return f"exchange timestamp {c.stamp}"
+        return f"{c.stamp_source} {c.stamp}"
     if c.entry.time is None:
         return c.entry.time_source or "no known time"
     return f"{c.entry.time_source} {c.entry.time:%Y-%m-%d %H:%M:%S} UTC"
@@ -355,15 +357,22 @@ def _newer(a, b):
 def _strip_wrappers(candidates, lessons):
     """Student folder names, after dropping folders every file shares (`downloads/`) and lesson folders."""
     lesson_names = {l.casefold() for l in lessons}
-    folders = {id(c): [p for p in c.entry.rel.parts[:-1] if p.casefold() not in lesson_names] for c in candidates}
+    folders, layout = {}, {}
+    for c in candidates:
+        parts = c.entry.rel.parts[:-1]
+        at = [i for i, p in enumerate(parts) if p.casefold() in lesson_names and i > 0]
+        if at:  # nbgrader's layout: the student is the folder that holds the lesson folder
+            layout[id(c)] = [parts[at[-1] - 1]]
+        else:
+            folders[id(c)] = [p for p in parts if p.casefold() not in lesson_names]  # a per-lesson download
     if not folders:
-        return folders
+        return layout
     lists = list(folders.values())
     common = 0
     while all(len(f) > common for f in lists) and len({f[common] for f in lists}) == 1:
         common += 1
     keep = min(common, min(len(f) for f in lists) - 1) if lists else 0
-    return {k: f[max(0, keep):] for k, f in folders.items()}
+    return {**{k: f[max(0, keep):] for k, f in folders.items()}, **layout}
 
 
 def _assign_ids(raw_names, taken):
@@ -398,6 +407,9 @@ def collect(source, course_root, lessons, roster=None, log=print):
     out = Collected(problems=list(problems))
     identifying = _identifying(roster_students)
     candidates = []
+    lesson_names = {l.casefold() for l in lessons}
+    stamps = {e.rel.parent: e.read().decode("utf-8", "replace").strip() for e in entries  # nbgrader's own layout
+              if e.rel.name == "timestamp.txt" and e.rel.parent.name.casefold() in lesson_names and e.size < 1000}
     for entry in sorted(entries, key=lambda e: str(e.rel)):
         rel = str(entry.rel)
         junk = _junk(entry.rel)
@@ -406,6 +418,8 @@ def collect(source, course_root, lessons, roster=None, log=print):
             out.skipped.append((rel, junk))
         elif exchange and entry.rel.name == "timestamp.txt":
             out.skipped.append((rel, "nbgrader's exchange timestamp (the folder name holds the same time)"))
+        elif entry.rel.parent in stamps and entry.rel.name == "timestamp.txt":
+            out.skipped.append((rel, "nbgrader's submission timestamp (the time of the notebook beside it)"))
         elif entry.rel.suffix.casefold() != ".ipynb":
             out.problems.append((rel, "not a notebook (.ipynb)"))
         elif entry.size > MAX_FILE_BYTES:
@@ -445,6 +459,9 @@ def collect(source, course_root, lessons, roster=None, log=print):
                 c.raw_student = _nfc(folders[id(c)][0])
         known.append(c)
 
+    for c in known:
+        if c.stamp is None and c.entry.rel.parent in stamps and _parse_stamp(stamps[c.entry.rel.parent]):
+            c.stamp, c.stamp_source = stamps[c.entry.rel.parent], "nbgrader timestamp.txt"
     taken = set(roster_students)
     ids, collisions = _assign_ids({c.raw_student for c in known if c.student is None}, taken)
     out.collisions += collisions

@@ -150,6 +150,35 @@ def test_one_student_in_nbgrader_layout_is_that_student(tmp_path):
     assert _pairs(got) == [("alice", "01_seq2seq_bottleneck"), ("alice", "02_bahdanau_attention")]
 
 
+def test_one_folder_per_lesson_holding_student_folders(tmp_path):
+    bundle = _zip(tmp_path / "d.zip", [("01_seq2seq_bottleneck/alice/Copy of 01_seq2seq_bottleneck.ipynb", _nb()),
+                                       ("02_bahdanau_attention/alice/02_bahdanau_attention.ipynb", _nb()),
+                                       ("02_bahdanau_attention/bob/02_bahdanau_attention.ipynb", _nb())])
+    got = collect(bundle, tmp_path / "course", LESSONS, **quiet)
+    assert _pairs(got) == [("alice", "01_seq2seq_bottleneck"), ("alice", "02_bahdanau_attention"),
+                           ("bob", "02_bahdanau_attention")]
+
+
+def test_nbgrader_layout_timestamps_decide_and_are_kept(tmp_path):
+    """A zip of another course's submitted/ folder: each timestamp.txt is its notebook's time."""
+    bundle = _zip(tmp_path / "d.zip", [
+        ("submitted/ann/01_seq2seq_bottleneck/01_seq2seq_bottleneck.ipynb", _nb("late"), (2024, 1, 1, 0, 0, 0)),
+        ("submitted/ann/01_seq2seq_bottleneck/timestamp.txt", "2024-03-05 10:00:00.000000 UTC"),
+        ("old/ann/01_seq2seq_bottleneck/01_seq2seq_bottleneck.ipynb", _nb("early"), (2024, 5, 1, 0, 0, 0)),
+        ("old/ann/01_seq2seq_bottleneck/timestamp.txt", "2024-03-01 10:00:00.000000 UTC")])
+    course = tmp_path / "course"
+    got = collect(bundle, course, LESSONS, **quiet)
+    assert "late" in _submitted(course, "ann", "01_seq2seq_bottleneck")
+    assert (course / "submitted/ann/01_seq2seq_bottleneck/timestamp.txt").read_text() == \
+        "2024-03-05 10:00:00.000000 UTC"
+    assert got.problems == [("old/ann/01_seq2seq_bottleneck/01_seq2seq_bottleneck.ipynb",
+                             "older duplicate for ann/01_seq2seq_bottleneck: kept submitted/ann/01_seq2seq_bottleneck/"
+                             "01_seq2seq_bottleneck.ipynb (newer: nbgrader timestamp.txt 2024-03-05 10:00:00.000000 "
+                             "UTC, against nbgrader timestamp.txt 2024-03-01 10:00:00.000000 UTC)")]
+    assert [r for r, _ in got.skipped] == ["old/ann/01_seq2seq_bottleneck/timestamp.txt",
+                                           "submitted/ann/01_seq2seq_bottleneck/timestamp.txt"]
+
+
 def test_exchange_layout_keeps_the_latest_submission_and_reports_the_older(tmp_path):
     src = _tree(tmp_path / "inbound", ["alice+01_seq2seq_bottleneck+2024-01-01 10:00:00/01_seq2seq_bottleneck.ipynb",
                                        "alice+01_seq2seq_bottleneck+2024-01-02 10:00:00/01_seq2seq_bottleneck.ipynb",
