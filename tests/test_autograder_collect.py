@@ -477,3 +477,14 @@ def test_a_canvas_gradebook_export_works_as_a_roster(tmp_path):
                       '"Doe, Jane",4711,S123,jdoe,Section A,9\n')
     assert read_roster(roster) == {"jdoe": dict(fields=["Doe, Jane", "4711", "S123", "jdoe", "Section A", "9"],
                                                 first_name="Jane", last_name="Doe", email=None, lms_user_id="4711")}
+
+
+def test_the_command_exits_2_on_a_collision_or_a_file_not_placed_and_0_otherwise(tmp_path, capsys):
+    from autograder.__main__ import main
+    course = tmp_path / "course"
+    clean = _zip(tmp_path / "clean.zip", [("alice/01_seq2seq_bottleneck.ipynb", _nb())])
+    collision = _zip(tmp_path / "collision.zip", [("student a/01_seq2seq_bottleneck.ipynb", _nb()),
+                                                  ("student_a/01_seq2seq_bottleneck.ipynb", _nb())])
+    stray = _zip(tmp_path / "stray.zip", [("alice/notes.txt", "x")])
+    assert [main(["collect", str(z), "--course", str(course)]) for z in (clean, collision, stray)] == [0, 2, 2]
+    assert "NOTE student id collision: 'student_a', 'student a'" in capsys.readouterr().out
