@@ -220,18 +220,22 @@ def _execute_class():
             except CellTimeoutError as e:  # no reply, or output still streaming, after the interrupt
                 cell.outputs.append(error("CellTimeoutError", str(e).splitlines()[0]))
                 _event(f"cell {index} timed out: {str(e).splitlines()[0]}")
-                if "iopub.execute_input" not in cell.metadata.get("execution", {}) and not self._timed_out:
-                    # the kernel never started the cell, right after one that ended: a lost request
-                    # (ipykernel issue 1554), not slow code (after a timeout, the student's code may hold it)
-                    _event(f"{HANG} cell {index} never started: the kernel sat idle and no reply came")
-                self._timed_out = True
+                self._note_timeout(cell, index)
                 return cell, resources
+
+        def _note_timeout(self, cell, index):
+            if "iopub.execute_input" not in cell.metadata.get("execution", {}) and not self._timed_out:
+                # the kernel never started the cell, right after one that ended: a lost request
+                # (ipykernel issue 1554), not slow code (after a timeout, the student's code may hold it)
+                _event(f"{HANG} cell {index} never started: the kernel sat idle and no reply came")
+            self._timed_out = True
 
         def on_cell_executed(self, **kwargs):
             super().on_cell_executed(**kwargs)
             outputs = kwargs["cell"].get("outputs", [])
             if any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in outputs):
                 _event(f"cell {kwargs['cell_index']} timed out after {self.timeout} s")
+                self._note_timeout(kwargs["cell"], kwargs["cell_index"])
 
         def output(self, outs, msg, display_id, cell_index):
             if msg["msg_type"] in ("stream", "display_data", "execute_result", "update_display_data"):
