@@ -10,7 +10,7 @@ from pathlib import Path
 
 import nbformat
 from nbclient import NotebookClient
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbclient.exceptions import CellTimeoutError
 
 REPO = Path(__file__).resolve().parent.parent
 SOLUTIONS = REPO / "solutions"
@@ -36,10 +36,11 @@ def is_test(cell):
     return cell.metadata.get("nbgrader", {}).get("grade", False) and cell.cell_type == "code"
 
 
-# Notebook runs that stopped dead (a cell timed out or the kernel died) and were run again:
-# each one is a warning in pytest's summary, and the count is printed when the session ends.
-# The cause seen here was ipykernel 7's lost shell request (ipykernel issue 1554); with
-# ipykernel<7 (pyproject's pin) none is expected, so any count above zero is worth a look.
+# Notebook runs that hung: a cell the kernel never started (it sat idle, the reply never came;
+# ipykernel 7's lost shell request, ipykernel issue 1554). Each is run again once in a fresh kernel,
+# is a warning in pytest's summary, and is counted when the session ends. With ipykernel<7
+# (pyproject's pin) none is expected. A cell that timed out while running is slow code, not a hang:
+# it fails the test at once, as does a kernel that died.
 HANGS = []
 
 
@@ -50,10 +51,18 @@ def _report_hangs():
               + "; ".join(HANGS), file=sys.stderr)
 
 
+def _never_started(nb):
+    """The cell that was running when the client gave up, if the kernel never started it."""
+    started = [(i, c) for i, c in enumerate(nb.cells) if c.cell_type == "code" and "execution" in c.metadata]
+    if started and "iopub.execute_input" not in started[-1][1].metadata.execution:
+        return started[-1][0]
+    return None
+
+
 def execute(nb, fast=True, timeout=180, cwd=None, extra_env=None):
     """Run every cell (errors recorded, not raised) and return the executed notebook (a new object).
 
-    A run that stops dead is retried once in a fresh kernel, and counted and reported (HANGS).
+    A run that hangs (see HANGS) is run again once in a fresh kernel, and counted.
     """
     env = {"COURSE_FAST": "1" if fast else "0", "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
     env.update(extra_env or {})
@@ -66,11 +75,13 @@ def execute(nb, fast=True, timeout=180, cwd=None, extra_env=None):
                 NotebookClient(run, timeout=timeout, kernel_name="python3", allow_errors=True,
                                resources={"metadata": {"path": str(cwd or REPO)}}).execute()
                 break
-            except (CellTimeoutError, DeadKernelError) as e:
-                what = f"{type(e).__name__}: {str(e).splitlines()[0][:150]}"
-                HANGS.append(what)
-                warnings.warn(f"notebook run hung (#{len(HANGS)} this session), "
-                              f"{'running it again in a fresh kernel' if attempt == 1 else 'again'}: {what}")
+            except CellTimeoutError:
+                cell = _never_started(run)
+                if cell is None:
+                    raise
+                HANGS.append(f"cell {cell} never started")
+                warnings.warn(f"notebook run hung (#{len(HANGS)} this session): cell {cell} never started, "
+                              f"{'running it again in a fresh kernel' if attempt == 1 else 'again'}")
                 if attempt == 2:
                     raise
     finally:
