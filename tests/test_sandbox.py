@@ -312,3 +312,27 @@ def test_a_hang_is_graded_again_once_and_never_scored_as_the_students(monkeypatc
     if hangs:
         assert (tmp_path / "events-hung.txt").exists()
         assert events.read_text().startswith(f"{grading.HANG} graded again in a fresh kernel")
+
+
+DROP_NEXT_REQUEST = """_k = get_ipython().kernel
+_orig = _k.shell_handlers["execute_request"]
+def _drop(*a, **kw):
+    _k.shell_handlers["execute_request"] = _orig
+_k.shell_handlers["execute_request"] = _drop
+"""
+
+
+def test_tests_run_a_hung_notebook_again_and_count_it_but_not_a_slow_cell(monkeypatch):
+    """nbtools.execute: a cell the kernel never started (a request dropped, as in ipykernel issue 1554)
+    is a hang: run again, counted, reported; a cell that runs past its timeout is not retried."""
+    import nbtools
+    monkeypatch.setattr(nbtools, "HANGS", [])
+    hung = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(DROP_NEXT_REQUEST),
+                                           nbformat.v4.new_code_cell("1 + 1")])
+    with pytest.warns(UserWarning, match="cell 1 never started"), pytest.raises(Exception, match="timed out"):
+        nbtools.execute(hung, timeout=8)
+    assert nbtools.HANGS == ["cell 1 never started"] * 2
+    slow = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("import time\ntime.sleep(60)")])
+    with pytest.raises(Exception, match="timed out"):
+        nbtools.execute(slow, timeout=3)
+    assert len(nbtools.HANGS) == 2
