@@ -11,13 +11,15 @@ directory that holds the connection file. The launcher, started as root by the g
    one): resident memory (tmpfs pages included) and processes are capped per kernel;
 3. starts it through Debian's bubblewrap (`bwrap`) with an allow-list file system: /usr and the
    few /etc files Python needs, the Python installation and site-packages, course_utils, all
-   read-only; the runtime directory; the kernel's own copy of the submission directory on a
+   read-only; the runtime directory (a 1 MB tmpfs the launcher mounts); the kernel's own copy of the submission directory on a
    small private tmpfs (its working directory); a small private /tmp and /dev/shm; and nothing
    else. New network (loopback only), PID, IPC and UTS namespaces, a new session, and
    --die-with-parent: every process the kernel starts dies with it;
-4. sets resource limits (address space, file size, CPU seconds, open files) and
-   no-new-privileges in a tiny stub that then becomes the kernel;
-5. forwards SIGINT (jupyter's interrupt) to the kernel, and removes the cgroups at the end.
+4. sets resource limits (processes, file size, CPU seconds, open files, and address space
+   where there is no memory cgroup) and no-new-privileges in a tiny stub that then becomes
+   the kernel, after switching to the kernel's uid;
+5. forwards SIGINT (jupyter's interrupt) to the kernel, and removes the cgroups and the
+   tmpfs at the end.
 
 Run as an ordinary user, bubblewrap still gives the namespaces and the allow-list file system
 (through a user namespace), but every kernel runs as that user and no cgroup is made. Without
@@ -48,7 +50,7 @@ DEFAULTS = dict(
     cgroup=True,            # as root: a memory + pids cgroup per kernel
     uid_base=2_000_000_000,  # kernel uid = uid_base + launcher pid (no account needs to exist)
     read_only=[],           # paths bound read-only at the same place (Python, site-packages, course_utils)
-    memory_mb=4096,         # resident memory per kernel (cgroup) and address space (RLIMIT_AS)
+    memory_mb=4096,         # resident memory per kernel (cgroup), else address space (RLIMIT_AS)
     nproc=512,              # processes and threads per kernel (pids cgroup, and RLIMIT_NPROC of its uid)
     fsize_mb=64,            # RLIMIT_FSIZE: largest file the kernel may write
     cpu_s=600,              # RLIMIT_CPU of each kernel process
