@@ -108,7 +108,10 @@ def sandbox_settings(course_root, limits):
     paths = {os.path.realpath(p) for p in sys.path if p and ("site-packages" in p or "dist-packages" in p)}
     read_only = sorted(prefixes | {p for p in paths if not inside(p)} | {str(course_utils)})
     must_not_see = [Path(course_root).resolve(), SOLUTIONS, REPO / ".git", Path.home() / ".ssh"]
-    return dict(read_only=read_only, must_not_see=[str(p) for p in must_not_see], memory_mb=limits.memory_mb,
+    font_cache = os.environ.get("MPLCONFIGDIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "matplotlib")
+    return dict(read_only=read_only, must_not_see=[str(p) for p in must_not_see], font_cache=font_cache,
+                memory_mb=limits.memory_mb,
                 nproc=limits.nproc, fsize_mb=limits.fsize_mb,
                 cpu_s=(limits.notebook_timeout + HARD_LIMIT_GRACE_S) * (os.cpu_count() or 1))
 
