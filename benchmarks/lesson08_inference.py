@@ -3,15 +3,17 @@
 Runs the notebook's own code (the given layer, the solution answers and the measuring helpers
 of solutions/08_fast_attention.ipynb) and prints:
 
-* tokens per second generating with and without the KV cache, against the context length;
+* tokens per second generating with and without the KV cache (decode steps; the cache's prefill
+  is not timed), against the context length;
 * peak memory (bytes of the tensors created, counted by course_utils.memory.TensorMemory) and
   time of naive against tiled attention, against the sequence length;
 * the KV-cache memory of a 7B-shaped model for G = H, H/4 and 1 key/value heads.
 
     python benchmarks/lesson08_inference.py [--device cuda] [--threads 2]
 
-Timings on a shared machine are noisy: compare the two columns of one run (ratios) rather
-than absolute figures across runs.
+On a CPU the times are CPU time of this process (the notebook's `seconds`), which other
+programs on a shared machine inflate much less than wall time; they still share caches and
+memory bandwidth, so compare the two columns of one run (ratios) rather than runs.
 """
 import argparse
 import os
@@ -66,9 +68,10 @@ def main():
     model = ns["TinyDecoder"]().eval()
     for L in (64, 128, 256, 512, 1024, 2048):
         prompt = torch.randint(0, 100, (1, L), generator=torch.Generator().manual_seed(L))
-        recompute = ns["tokens_per_second"](ns["generate_recompute"], model, prompt, args.new_tokens)
-        cached = ns["tokens_per_second"](lambda m, p, n: ns["generate_cached"](m, p, n)[0], model, prompt,
-                                         args.new_tokens)
+        n = args.new_tokens
+        recompute = n / ns["seconds"](lambda _: ns["generate_recompute"](model, prompt, n), 3)
+        cached = n / ns["seconds"](lambda state: ns["decode"](model, *state, n), 3,
+                                   setup=lambda: ns["prefill"](model, prompt))
         _, caches = ns["generate_cached"](model, prompt, 1)
         cache_mib = sum(c.k.nbytes + c.v.nbytes for c in caches) / 2**20
         print(f"   context {L:5d}: recompute {recompute:7.1f} tok/s   cache {cached:7.1f} tok/s   "
