@@ -110,6 +110,8 @@ def test_every_lesson_in_solutions_has_a_page(html_dir):
     assert LESSONS, "no lesson in solutions/"
     for lesson in LESSONS:
         assert lesson_page(html_dir, lesson).exists(), f"no page for {lesson}"
+    left_over = sorted(p.stem for p in html_dir.glob("lessons/*.html") if p.stem not in LESSONS)
+    assert left_over == [], f"pages of lessons that are no longer in solutions/: {left_over}"
     index = (html_dir / "index.html").read_text()
     for lesson in LESSONS:
         assert f'href="lessons/{lesson}.html"' in index, f"the index does not link {lesson}"
@@ -130,7 +132,7 @@ def test_page_is_the_student_version_with_the_outputs_of_a_run(html_dir, lesson)
         "no figure from the run"
     assert colab.colab_url(lesson) in text, "no Colab badge"
     # every measurement the run printed outside the exercises is on the page
-    run = site.cached_run(lesson, fast=not FULL)
+    run = load(site.cached_run_path(lesson, fast=not FULL))  # the run this site was built from
     printed = [line.strip() for c in run.cells if c.cell_type == "code" and not site.is_answer(c)
                and not site.is_test(c) for o in c.outputs if o.output_type == "stream" and o.name == "stdout"
                for line in o.text.splitlines()[:3] if len(line.strip()) > 8]

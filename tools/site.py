@@ -344,7 +344,10 @@ def write_if_changed(path, text):
 
 
 def prepare_sources(pages, src, fast):
-    """The Sphinx source folder: site/'s files, an index and one notebook per lesson."""
+    """The Sphinx source folder: site/'s files, an index and one notebook per lesson.
+
+    Returns True when a lesson was removed since the last build: Sphinx would leave its old page behind.
+    """
     src.mkdir(parents=True, exist_ok=True)
     for item in SITE_CONFIG.iterdir():
         if item.name == "__pycache__":
@@ -356,9 +359,11 @@ def prepare_sources(pages, src, fast):
             write_if_changed(target, item.read_text())
     lessons_dir = src / "lessons"
     lessons_dir.mkdir(exist_ok=True)
+    removed = False
     for stale in lessons_dir.glob("*.ipynb"):
         if stale.stem not in pages:
             stale.unlink()
+            removed = True
     for lesson, nb in pages.items():
         write_if_changed(lessons_dir / f"{lesson}.ipynb", nbformat.writes(nb) + "\n")
     write_if_changed(lessons_dir / BADGE_IMAGE, (SITE_CONFIG / BADGE_IMAGE).read_text())
@@ -367,6 +372,7 @@ def prepare_sources(pages, src, fast):
         index = index.replace("a full run of the finished lesson", "a FAST-MODE run of the finished lesson "
                               "(its numbers are meaningless: a quick check of the site only)")
     write_if_changed(src / "index.md", index)
+    return removed
 
 
 def sphinx_build(src, html, doctrees, log):
@@ -404,8 +410,12 @@ def build(fast=False, jobs=2, names=None, log=print):
                             f"run `python -m autograder release {lesson}`")
         pages[lesson] = page
     out = output_dir(fast)
-    prepare_sources(pages, out / "src", fast)
-    sphinx_build(out / "src", out / "html", out / "doctrees", log)
+    removed = prepare_sources(pages, out / "src", fast)
+    html = out / "html"
+    if removed or any(p.stem not in pages for p in html.glob("lessons/*.html")):
+        shutil.rmtree(html, ignore_errors=True)  # no page of a lesson that is not built this time
+        shutil.rmtree(out / "doctrees", ignore_errors=True)
+    sphinx_build(out / "src", html, out / "doctrees", log)
     log(f"site: {out / 'html' / 'index.html'} in {time.time() - started:.0f} s")
     return out / "html"
 
