@@ -83,6 +83,11 @@ def test_induction_toggle_jumps_to_the_induction_head_and_outlines_it():
     assert (explorer.kind.value, explorer.layer.value, explorer.head.value) == ("self-attention", 1, 1)
     outlined = [p for p in explorer.figure.axes[0].patches if p.get_edgecolor()[:3] != (0, 0, 0)]
     assert len(outlined) == 5  # one cell per query in the repeat
+    explorer.head.value = 0  # with the toggle on, the menus stay free: another head, outlined too
+    assert (explorer.layer.value, explorer.head.value) == (1, 0)
+    assert explorer.scores[0] < 0.5
+    explorer.sequence.value = "1 2 3 4 1 2 3 4"  # a new input while the toggle is on: jump again
+    assert (explorer.layer.value, explorer.head.value) == (1, 1)
     explorer.sequence.value = "1 2 3 4"  # nothing repeats: a message, and the map stays
     assert "No token repeats" in explorer.message.value
     assert explorer.weights is not None
@@ -96,7 +101,10 @@ def test_encoder_decoder_kinds_and_shapes():
     kinds = [v for _, v in explorer.kind.options]
     assert kinds == ["encoder self-attention", "decoder self-attention", "cross-attention"]
     assert explorer.weights.shape == (5, 5)
+    explorer.induction.value = True  # jumps to a self-attention head, then the kind can still be changed
+    assert explorer.kind.value != "cross-attention"
     explorer.kind.value = "cross-attention"
+    assert explorer.kind.value == "cross-attention"
     assert explorer.weights.shape == (6, 5)
     assert abs(explorer.weights.sum(1) - 1).max() < 1e-5
     assert explorer.scores is None  # induction scores only for self-attention

@@ -82,8 +82,11 @@ class TransformerExplorer(Explorer):
         self.message = widgets.HTML()
         self.plot = widgets.Output()
         self._busy = False
-        for control in (self.kind, self.layer, self.head, self.sequence, self.induction):
+        self._jump = False  # jump to the induction head on the next render
+        for control in (self.kind, self.layer, self.head):
             control.observe(lambda change: self.update(), names="value")
+        self.sequence.observe(lambda change: self.update(jump=self.induction.value), names="value")
+        self.induction.observe(lambda change: self.update(jump=change["new"]), names="value")
         self.model.observe(self._new_model, names="value")
         self.random_button.on_click(self._random)
         self.widget = widgets.VBox([widgets.HBox([self.model, self.kind]),
@@ -110,7 +113,7 @@ class TransformerExplorer(Explorer):
                 self.sequence.value = " ".join(self._example(self.model.value))
             finally:
                 self._busy = False
-        self.update()
+        self.update(jump=self.induction.value)
 
     def _parse(self, text):
         name = self.model.value
@@ -178,7 +181,10 @@ class TransformerExplorer(Explorer):
         """The tokens whose repeats define induction targets for a self-attention map: its query labels."""
         return [str(label) for label in self.maps[kind][0]]
 
-    def update(self):
+    def update(self, jump=False):
+        """Render the chosen map; with jump=True (the toggle just pressed, or a new input while it is on)
+        first move the menus to the induction head."""
+        self._jump = self._jump or jump
         if self._busy:
             return
         tokens, problem = self._parse(self.sequence.value)
@@ -194,7 +200,8 @@ class TransformerExplorer(Explorer):
         self._busy = True
         try:
             self._set_options(self.kind, [(k, k) for k in self.maps])
-            if self.induction.value:
+            jump, self._jump = self.induction.value and self._jump, False
+            if jump:
                 best = self._best_induction_head(tokens)
                 if best is None:
                     note = "No token repeats in this input, so no head can look for a previous occurrence. "
@@ -203,10 +210,10 @@ class TransformerExplorer(Explorer):
                     self.kind.value = best[0]
             layers = self.maps[self.kind.value][2]
             self._set_options(self.layer, [(f"layer {i + 1}", i) for i in range(len(layers))])
-            if self.induction.value and not note:
+            if jump and not note:
                 self.layer.value = best[1]
             self._set_options(self.head, [(f"head {i + 1}", i) for i in range(layers[self.layer.value].shape[0])])
-            if self.induction.value and not note:
+            if jump and not note:
                 self.head.value = best[2]
         finally:
             self._busy = False
@@ -226,13 +233,13 @@ class TransformerExplorer(Explorer):
         return message_html(text, "info")
 
     def _draw(self, query_labels, key_labels):
-        queries = [f"{t}{i}" for i, t in enumerate(query_labels)]
-        keys = [f"{t}{i}" for i, t in enumerate(key_labels)]
+        queries = [f"{t}:{i}" for i, t in enumerate(query_labels)]
+        keys = [f"{t}:{i}" for i, t in enumerate(key_labels)]
         width = min(14.0, max(3.5, 0.3 * len(keys) + 2.0))
         height = min(12.0, max(3.0, 0.3 * len(queries) + 1.5))
         fig, ax = plt.subplots(figsize=(width, height))
-        plot_attention(self.weights, keys, queries, ax=ax, xlabel="key (token, position)",
-                       ylabel="query (token, position)",
+        plot_attention(self.weights, keys, queries, ax=ax, xlabel="key (token:position)",
+                       ylabel="query (token:position)",
                        title=f"{self.model.value}: {self.kind.value}, layer {self.layer.value + 1}, "
                              f"head {self.head.value + 1}")
         if self.induction.value and self.scores is not None:
