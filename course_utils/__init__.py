@@ -6,7 +6,6 @@ from .checks import (ForbiddenCall, check_close, check_shape, check_true, forbid
                      plain_tensor, require)
 from .data import BOS, EOS, PAD, Batch, ReversalTask, Vocab, pad_sequences
 from .measured import LESSON02_RNN_BY_LENGTH
-from .measured import LESSON02_RNN_BY_LENGTH
 from .plotting import plot_accuracy_by_length, plot_attention, plot_curves
 from .runtime import budget, is_fast_mode, pick_device, seed_everything
 from .training import evaluate_by_length, exact_match, train_seq2seq, trim_at_eos
