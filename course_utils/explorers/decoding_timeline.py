@@ -184,7 +184,7 @@ class DecodingTimeline(Explorer):
         ax_cache.imshow(np.ma.masked_invalid(grid), cmap=cmap, vmin=0, vmax=1)
         ax_cache.add_patch(Rectangle((-0.5, t - 0.5), t + 1, 1, fill=False, ec="#d62728", lw=2))
         ax_cache.axvline(t + 0.5, color="#d62728", ls=":", lw=1)
-        ax_cache.set(title=f"step {t}: weights of each query, head {h}", xlabel="cached key (position)",
+        ax_cache.set(title=f"step {t}: the cache holds {t + 1} keys\nweights of each query, head {h}", xlabel="cached key (position)",
                      ylabel="query (step)", xticks=range(0, n, 2), yticks=range(0, n, 2))
 
         keys = np.arange(t + 1)
@@ -201,22 +201,24 @@ class DecodingTimeline(Explorer):
         if self.running is not None:
             ax_scores.axhline(self.running[0], color="#d62728", ls="--", lw=1.2, label="running max")
             ax_scores.legend(loc="lower right", fontsize=8)
-        ax_scores.set(title=f"newest query's scores, tiles of {size} (coloured = folded)", xlabel="key",
+        ax_scores.set(title=f"newest query's scores, tiles of {size}\n(coloured = folded, framed = last folded)", xlabel="key",
                       ylabel="score", xlim=(-0.7, n - 0.3))
 
         final = np.exp(scores - scores.max())
         final /= final.sum()
         ax_weights.bar(keys, final, color="none", ec="black", lw=1, label="final softmax")
+        top = final.max()
         if self.running is not None:
             m, s = self.running
             partial = np.where(keys < folded, np.exp(scores - m) / s if s > 0 else 0.0, 0.0)
+            top = max(top, float(np.nan_to_num(partial).max()))
             ax_weights.bar(keys, partial, color="#1f77b4", alpha=0.7, label="exp(x - m) / s so far")
-            ax_weights.set_title(f"weights from the running max and sum (m = {m:.2f}, s = {s:.2f})")
+            ax_weights.set_title(f"weights from running max and sum\n(m = {m:.2f}, s = {s:.2f})")
         else:
             ax_weights.text(0.5, 0.5, "online_softmax_update\nis not finished", ha="center", va="center",
                             transform=ax_weights.transAxes, color="#7a5a00")
-            ax_weights.set_title("weights from the running max and sum")
-        ax_weights.set(xlabel="key", ylabel="weight", xlim=(-0.7, n - 0.3), ylim=(0, 1.05))
+            ax_weights.set_title("weights from running max and sum")
+        ax_weights.set(xlabel="key", ylabel="weight", xlim=(-0.7, n - 0.3), ylim=(0, min(1.05, 1.3 * top + 1e-3)))
         ax_weights.legend(loc="upper right", fontsize=8)
         fig.tight_layout()
         self.figure = fig
