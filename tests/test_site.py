@@ -223,6 +223,37 @@ def test_test_cells_keep_only_their_pass_message_and_no_error_survives():
     assert page.cells[2].outputs == []
 
 
+def _widget_view(model_id):
+    return nbformat.v4.new_output("display_data", data={site.WIDGET_VIEW: {"model_id": model_id}})
+
+
+def test_an_explorer_becomes_its_first_picture_and_a_progress_bar_its_text():
+    state = {
+        "explorer": {"model_name": "VBoxModel", "state": {"children": ["IPY_MODEL_slider", "IPY_MODEL_out"]}},
+        "slider": {"model_name": "IntSliderModel", "state": {"value": 3}},
+        "out": {"model_name": "OutputModel", "state": {"outputs": [
+            {"output_type": "stream", "name": "stdout", "text": "length 3\n"},
+            {"output_type": "display_data", "metadata": {}, "data": {"image/png": "iVBORw0K", "text/plain": "fig"}},
+            {"output_type": "error", "ename": "E", "evalue": "v", "traceback": []}]}},
+        "bar": {"model_name": "HBoxModel", "state": {"children": ["IPY_MODEL_label", "IPY_MODEL_progress"]}},
+        "label": {"model_name": "HTMLModel", "state": {"value": "training: 100%"}},
+        "progress": {"model_name": "FloatProgressModel", "state": {"value": 1.0}},
+    }
+    assert site.is_explorer(_widget_view("explorer"), state)
+    assert not site.is_explorer(_widget_view("bar"), state)
+    shown = site.static_widgets([_widget_view("explorer")], state)
+    assert [o.get("text") or o["data"].get("image/png") for o in shown] == ["length 3\n", "iVBORw0K"]
+    assert [o["data"]["text/html"] for o in site.static_widgets([_widget_view("bar")], state)] == ["training: 100%"]
+    explorer_cell = nbformat.v4.new_code_cell("explorer")
+    explorer_cell.outputs = [_widget_view("explorer")]
+    run = nbformat.v4.new_notebook(cells=[explorer_cell], metadata={
+        "widgets": {site.WIDGET_STATE: {"state": state, "version_major": 2, "version_minor": 0}}})
+    page = site.student_page(run, nbformat.v4.new_notebook(), "00_test")
+    assert "widgets" not in page.metadata  # no widget JavaScript on the page
+    assert "course-explorer-note" in page.cells[1].metadata["tags"]
+    assert colab.colab_url("00_test") in page.cells[1].source and "jupyter lab" in page.cells[1].source
+
+
 def test_a_stale_student_copy_is_refused():
     run = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(
         "x = 1", metadata={"nbgrader": {"solution": True, "grade_id": "new_exercise"}})])

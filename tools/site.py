@@ -232,6 +232,8 @@ def _widget_pictures(model_id, state, seen):
                                                                          "text/html", "text/plain")}
             if out.get("output_type") in ("display_data", "execute_result") and data:
                 found.append(nbformat.v4.new_output("display_data", data=data))
+            elif out.get("output_type") == "stream" and out.get("name") == "stdout":  # a printed line
+                found.append(nbformat.v4.new_output("stream", name="stdout", text=out.get("text", "")))
     if model.get("model_name") == "ImageModel" and model["state"].get("value"):
         value = model["state"]["value"]
         if isinstance(value, str):
@@ -242,7 +244,7 @@ def _widget_pictures(model_id, state, seen):
 
 
 # widgets a reader moves: a view holding one of them is an explorer (a progress bar is not)
-CONTROL = re.compile(r"(Slider|Dropdown|Text|Textarea|Button|ToggleButtons?|Checkbox|RadioButtons|Select|"
+CONTROL = re.compile(r"\w*(Slider|Dropdown|Text|Textarea|Button|ToggleButtons?|Checkbox|RadioButtons|Select|"
                      r"SelectMultiple|Play|Combobox|Picker)Model")
 
 
