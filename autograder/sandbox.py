@@ -108,6 +108,14 @@ def cgroup_bases():
 class Cgroups:
     """One memory + pids cgroup for one kernel (v1: one per controller; v2: one with both)."""
 
+    @classmethod
+    def existing(cls, name):
+        """The cgroups a launcher named `name` made (to remove them when it was killed before it could)."""
+        bases, self = cgroup_bases(), cls.__new__(cls)
+        self.dirs = ([os.path.join(bases["v2"], "autograder", name)] if "v2" in bases else
+                     [os.path.join(bases[c], f"autograder-{name}") for c in ("memory", "pids") if c in bases])
+        return self
+
     def __init__(self, name, memory_mb, nproc):
         self.dirs = []
         bases = cgroup_bases()
@@ -518,7 +526,10 @@ def _kernel_manager_class():
             return launcher_cmd(self.sandbox) + super().format_kernel_cmd(extra_arguments)
 
         async def _async_cleanup_resources(self, restart=False):
+            launcher = getattr(self.provisioner, "pid", None)
             await super()._async_cleanup_resources(restart=restart)
+            if launcher and os.geteuid() == 0:  # the launcher was killed (shutdown "now") before it could
+                Cgroups.existing(str(launcher)).remove()
             if not restart and self._runtime:
                 if os.path.ismount(self._runtime):  # the launcher was killed before it could unmount
                     _libc.umount2(self._runtime.encode(), MNT_DETACH)
