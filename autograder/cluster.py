@@ -23,9 +23,19 @@ import tempfile
 import time
 from pathlib import Path
 
-from . import grading
+from . import grading, sandbox
 
 ALLOWED_FAILURES = 1  # a task is retried once when its worker dies, then recorded as failed
+_PROBED = {}  # what the sandbox can do on this worker: probed once per worker process, not per job
+
+
+def _cached_probe(settings):
+    key = json.dumps({k: settings.get(k) for k in ("memory_mb", "nproc", "fsize_mb", "cpu_s")}, sort_keys=True)
+    if key not in _PROBED:
+        probed, warnings = sandbox.probe(settings)
+        _PROBED[key] = ({k: probed[k] for k in ("bwrap", "separate_user", "cgroup")}, warnings)
+    features, warnings = _PROBED[key]
+    return {**sandbox.DEFAULTS, **settings, **features}, list(warnings)
 
 
 def connect(scheduler):
@@ -42,6 +52,19 @@ def connect(scheduler):
                                env={"PYTHONPATH": str(grading.REPO)})
         return Client(cluster)
     return Client(scheduler, timeout="30s")
+
+
+def _threads_per_kernel():
+    """This machine's cores shared among the Dask worker threads on it: each runs one kernel at a time."""
+    cores = len(os.sched_getaffinity(0))
+    try:
+        from distributed import get_client, get_worker
+        host = get_worker().address.rsplit(":", 1)[0]
+        slots = sum(w["nthreads"] for address, w in get_client().scheduler_info()["workers"].items()
+                    if address.rsplit(":", 1)[0] == host)
+    except Exception:  # noqa: BLE001: not on a worker, or the scheduler is busy: assume this worker is alone
+        slots = 1
+    return max(1, cores // max(1, slots))
 
 
 def _template_gradebook(course_root, lesson, folder):
@@ -70,6 +93,8 @@ def grade_job(job):
     """Runs on a Dask worker: grade one submission in a private course directory; return the results as data."""
     lesson, student = job["lesson"], job["student"]
     log = []
+    for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # as `grade --jobs N` does: kernels do not fight for cores
+        os.environ.setdefault(name, str(_threads_per_kernel()))
     with tempfile.TemporaryDirectory(prefix="autograder-job-") as tmp:
         course = Path(tmp, "course")
         for kind, data in (("source", job["source"]), ("release", job["release"])):
@@ -81,7 +106,7 @@ def grade_job(job):
             target.write_bytes(data)
         Path(course, "gradebook.db").write_bytes(job["gradebook"])
         results = grading.grade(course, [lesson], [student], jobs=1, limits=grading.Limits(**job["limits"]),
-                                log=log.append)
+                                log=log.append, probe=_cached_probe)
         autograded = Path(course, "autograded", student, lesson)
         return dict(lesson=lesson, student=student, result=results[0].__dict__ if results else None,
                     gradebook=Path(course, "gradebook.db").read_bytes(), log=log, worker=socket.gethostname(),

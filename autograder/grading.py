@@ -583,7 +583,8 @@ def already_graded(course_root, lesson, student):
     return r.get("status") != "failed" and r.get("submission") == submission_digest(course_root, lesson, student)
 
 
-def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log=print, force=False):
+def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log=print, force=False,
+          probe=sandbox.probe):
     """Autograde every submission in course_root/submitted (or those named); return [Result].
 
     A submission already graded (its report names the same notebook digest) is skipped unless
@@ -601,7 +602,7 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
     if not todo:
         log(f"nothing to grade in {course_root / 'submitted'}")
         return []
-    settings, warnings = sandbox.probe(sandbox_settings(course_root, limits))
+    settings, warnings = probe(sandbox_settings(course_root, limits))  # a Dask worker passes a cached probe
     for w in warnings:
         log(f"WARNING: {w}")
     log(f"sandbox: {sandbox.attempt_name(settings)}; grading {len(todo)} submission(s) with {jobs} job(s)")
