@@ -32,6 +32,8 @@ import ast
 import json
 import secrets
 
+from .flags import _parse  # a cell's AST, magics blanked; None when it does not parse
+
 BUILTINS = ("abs all any bool callable compile dict enumerate eval exec float getattr hasattr id int isinstance "
             "issubclass iter len list max min next range repr round setattr sorted str sum tuple type zip "
             "__import__ __build_class__ AssertionError Exception").split()
@@ -305,10 +307,3 @@ def builtins_used_by_tests(source_nb):
             used |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and hasattr(builtins, n.id)} if tree else set()
     return used
 
-
-def _parse(code):
-    code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines())
-    try:
-        return ast.parse(code)
-    except SyntaxError:
-        return None
