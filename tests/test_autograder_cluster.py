@@ -102,10 +102,12 @@ def released(tmp_path_factory):
     return course
 
 
-def _class_course(released, tmp_path):
+def _class_course(released, tmp_path, kinds=None):
     course = tmp_path / "course"
     shutil.copytree(released, course)
     for student, text in _class_notebooks(course).items():
+        if kinds and student.rstrip("12") not in kinds:
+            continue
         folder = course / "submitted" / student / LESSON
         folder.mkdir(parents=True)
         (folder / f"{LESSON}.ipynb").write_text(text)
@@ -137,7 +139,7 @@ def test_cluster_grades_equal_local_grades(released, tmp_path, dask_cluster):
 
 
 def test_worker_killed_mid_run_loses_no_grade(released, tmp_path, dask_cluster):
-    course = _class_course(released, tmp_path)
+    course = _class_course(released, tmp_path, kinds=("honest", "blank", "half"))
     todo = submissions(course)
     victim = dask_cluster["workers"][0]
 
