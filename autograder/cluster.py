@@ -70,13 +70,14 @@ def _threads_per_kernel():
 def _template_gradebook(course_root, lesson, folder):
     """A copy of the course gradebook that keeps the lesson's definition (cells, points) and no student."""
     from nbgrader.api import Gradebook
+    from sqlalchemy import text
     path = Path(folder, f"{lesson}.db")
     shutil.copyfile(Path(course_root, "gradebook.db"), path)
     with Gradebook(f"sqlite:///{path}") as gb:
         for student in [s.id for s in gb.students]:
             gb.remove_student(student)
         gb.db.commit()
-        gb.db.execute(__import__("sqlalchemy").text("VACUUM"))
+        gb.db.execute(text("VACUUM"))
     return path.read_bytes()
 
 

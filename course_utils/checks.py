@@ -77,9 +77,7 @@ def plain_tensor(value, name, dtype=None):
         kind = "a subclass of torch.Tensor" if isinstance(value, torch.Tensor) else "a " + type(value).__name__
         raise AssertionError(f"{name}: expected a plain torch.Tensor, got {kind} ({type(value).__qualname__}). "
                              "Return the tensor your computation produced.")
-    value = torch.Tensor.detach(value).cpu()
-    if type(value) is torch.nn.Parameter:
-        value = value.data
+    value = torch.Tensor.detach(value).cpu()  # a plain Tensor, a Parameter's data included
     if dtype is not None and value.dtype != dtype:
         raise AssertionError(f"{name}: expected dtype {dtype}, got {value.dtype}.")
     return value

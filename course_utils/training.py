@@ -33,35 +33,30 @@ def train_seq2seq(model, task, loss_fn, steps, batch_size=128, lr=3e-3, lengths=
         # on a shared one (two kernels graded at once) it made a step several times slower.
         torch.set_num_threads(1)
     start = time.perf_counter()
+    bar = tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5)
     try:
-        _train_steps(model, task, loss_fn, steps, batch_size, lengths, same_length, device, clip, optimizer,
-                     schedule, history, tqdm(range(steps), desc=desc, disable=not progress, mininterval=0.5))
+        for step in bar:
+            batch = task.sample(batch_size, lengths, same_length).to(device)
+            logits = model(batch.src, batch.src_lengths, batch.tgt_in)
+            if logits.shape[:2] != batch.tgt_out.shape:
+                raise ValueError(f"model output: expected logits of shape (B, Ly+1, vocab) with (B, Ly+1) = "
+                                 f"{tuple(batch.tgt_out.shape)}, got {tuple(logits.shape)}")
+            loss = loss_fn(logits, batch.tgt_out)
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if clip:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+            optimizer.step()
+            schedule.step()
+            history["step"].append(step)
+            history["loss"].append(loss.item())
+            if step % 20 == 0:
+                bar.set_postfix(loss=f"{loss.item():.3f}")
     finally:
         torch.set_num_threads(threads)
     model.eval()
     history["seconds"] = time.perf_counter() - start
     return history
-
-
-def _train_steps(model, task, loss_fn, steps, batch_size, lengths, same_length, device, clip, optimizer, schedule,
-                 history, bar):
-    for step in bar:
-        batch = task.sample(batch_size, lengths, same_length).to(device)
-        logits = model(batch.src, batch.src_lengths, batch.tgt_in)
-        if logits.shape[:2] != batch.tgt_out.shape:
-            raise ValueError(f"model output: expected logits of shape (B, Ly+1, vocab) with (B, Ly+1) = "
-                             f"{tuple(batch.tgt_out.shape)}, got {tuple(logits.shape)}")
-        loss = loss_fn(logits, batch.tgt_out)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        if clip:
-            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
-        optimizer.step()
-        schedule.step()
-        history["step"].append(step)
-        history["loss"].append(loss.item())
-        if step % 20 == 0:
-            bar.set_postfix(loss=f"{loss.item():.3f}")
 
 
 def _check_ids(name, ids):
