@@ -1,7 +1,8 @@
 """`grade`: nbgrader's autograde for a whole class, in parallel, with the kernel sandboxed.
 
-Each (lesson, student) is graded by a worker process (`python -m autograder.grading JOB`)
-that runs nbgrader's Autograde converter (through NbGraderAPI) on the course directory,
+Each (lesson, student) is graded by a worker process of its own, forked by a warm zygote
+that has nbgrader imported already (zygote.py; the same as `python -m autograder.grading JOB`
+without 1.4 s of imports), that runs nbgrader's Autograde converter (through NbGraderAPI) on the course directory,
 with these changes made through nbgrader's configuration (nbgrader_config.py holds the
 preprocessor lists, so plain `nbgrader autograde` applies the same rules, without the sandbox):
 
@@ -33,7 +34,6 @@ import json
 import os
 import shutil
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -46,7 +46,7 @@ import nbformat
 from .course import REPO, SOLUTIONS, load_config
 from .flags import flag_submission
 from .restore import restore
-from . import integrity, sandbox
+from . import integrity, sandbox, zygote
 
 RUNTIME_FLAGS = ("the kernel died", "the notebook ran past")  # events that cost points the tests cannot judge
 HANG = "hang:"  # events of a kernel that stopped answering (see work_retrying_a_hang)
@@ -110,7 +110,7 @@ def sandbox_settings(course_root, limits):
     must_not_see = [Path(course_root).resolve(), SOLUTIONS, REPO / ".git", Path.home() / ".ssh"]
     font_cache = os.environ.get("MPLCONFIGDIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "matplotlib")
-    return dict(read_only=read_only, must_not_see=[str(p) for p in must_not_see], font_cache=font_cache,
+    return dict(read_only=read_only, python_path=[str(course_utils.parent)], must_not_see=[str(p) for p in must_not_see], font_cache=font_cache,
                 memory_mb=limits.memory_mb,
                 nproc=limits.nproc, fsize_mb=limits.fsize_mb,
                 cpu_s=(limits.notebook_timeout + HARD_LIMIT_GRACE_S) * (os.cpu_count() or 1))
@@ -122,11 +122,12 @@ def _execute_class():
     from nbformat.v4 import new_output
     from traitlets import Bool, Integer
     from nbgrader.preprocessors import Execute
+    from .nbrun import SlicedWaits
 
     def error(ename, evalue):
         return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
-    class GradingExecute(Execute):
+    class GradingExecute(SlicedWaits, Execute):
         """nbgrader's Execute with the runtime integrity check of integrity.py around every test cell.
 
         Before the first cell, a silent request records what the tests rely on; after each graded
@@ -505,18 +506,15 @@ class _Running:
                "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # N kernels share the cores, unless told otherwise
             env.setdefault(name, str(threads))
-        self.log = open(self.work / "worker.log", "w")
         self.start = time.monotonic()
         self.deadline = self.start + limits.notebook_timeout + HARD_LIMIT_GRACE_S
-        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.grading", str(self.work / "job.json")],
-                                     cwd=REPO, env=env, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.proc = zygote.start(self.work / "job.json", self.work / "worker.log", env)
 
     def kill(self):
         """Stop the worker and its kernels (each in its own process group): nothing of this job runs on."""
         kernels = self.work / "kernels.txt"
         groups = [self.proc.pid] + ([int(p) for p in kernels.read_text().split()] if kernels.exists() else [])
-        for pgid in groups:
+        for pgid in filter(lambda pgid: pgid > 0, groups):  # never 0: that is our own group
             try:
                 os.killpg(pgid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):
@@ -526,14 +524,12 @@ class _Running:
     def abandon(self, course_root):
         """Forget an interrupted job: no half-written autograded copy or report is left to be mistaken for a grade."""
         self.kill()
-        self.log.close()
         r = self.result
         for path in (Path(course_root, "autograded", r.student, r.lesson), self.work):
             shutil.rmtree(path, ignore_errors=True)
         Path(course_root, "reports", r.lesson, f"{r.student}.json").unlink(missing_ok=True)
 
     def finish(self, course_root, timed_out):
-        self.log.close()
         r = self.result
         r.seconds = round(time.monotonic() - self.start, 1)
         events = self.work / "events.txt"
@@ -602,6 +598,7 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
     if not todo:
         log(f"nothing to grade in {course_root / 'submitted'}")
         return []
+    zygote.warm(min(max(1, jobs), len(todo)))  # their imports run while the probe does
     settings, warnings = probe(sandbox_settings(course_root, limits))  # a Dask worker passes a cached probe
     for w in warnings:
         log(f"WARNING: {w}")
@@ -684,7 +681,11 @@ def work_retrying_a_hang(job):
     return outcome
 
 
-if __name__ == "__main__":
-    job_file = Path(sys.argv[1])
+def main(job_file):
+    """The worker: grade the job in `job_file`, write result.json beside it."""
     outcome = work_retrying_a_hang(json.loads(job_file.read_text()))
     (job_file.parent / "result.json").write_text(json.dumps(outcome))
+
+
+if __name__ == "__main__":
+    main(Path(sys.argv[1]))

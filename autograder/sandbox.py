@@ -51,6 +51,7 @@ DEFAULTS = dict(
     cgroup=True,            # as root: a memory + pids cgroup per kernel
     uid_base=2_000_000_000,  # kernel uid = uid_base + launcher pid (no account needs to exist)
     read_only=[],           # paths bound read-only at the same place (Python, site-packages, course_utils)
+    python_path=[],         # folders put first on the kernel's PYTHONPATH (the one holding course_utils)
     memory_mb=4096,         # resident memory per kernel (cgroup), else address space (RLIMIT_AS)
     nproc=512,              # processes and threads per kernel (pids cgroup, and RLIMIT_NPROC of its uid)
     fsize_mb=64,            # RLIMIT_FSIZE: largest file the kernel may write
@@ -260,8 +261,11 @@ def _limits(settings, cgroup):
     return [(n, v) for n, v in limits if v or n == "RLIMIT_CORE"]
 
 
-def _kernel_env(home):
+def _kernel_env(home, python_path=()):
     env = {k: v for k, v in os.environ.items() if k in KEEP_ENV or k.startswith(KEEP_ENV_PREFIXES)}
+    # the grader's own course_utils, whatever an editable install's finder says (it may name another clone)
+    if python_path:
+        env["PYTHONPATH"] = os.pathsep.join([*python_path, *filter(None, [env.get("PYTHONPATH")])])
     env.update(HOME=home, USER="student", LOGNAME="student", TMPDIR="/tmp", IPYTHONDIR=f"{home}/.ipython",
                MPLCONFIGDIR=f"{home}/.matplotlib", JUPYTER_RUNTIME_DIR=f"{home}/.jupyter",
                JUPYTER_DATA_DIR=f"{home}/.jupyter", XDG_CACHE_HOME=f"{home}/.cache",
@@ -342,7 +346,7 @@ def _run(settings, cmd, runtime, use_bwrap, cgroups):
                 os.close(info_r)
                 os.set_inheritable(info_w, True)
             _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-            os.execve(full[0], full, _kernel_env(home))
+            os.execve(full[0], full, _kernel_env(home, settings["python_path"]))
         except BaseException as e:  # noqa: BLE001: report, then die without running the parent's code
             print(f"autograder sandbox: cannot start the kernel: {e}", file=sys.stderr, flush=True)
         os._exit(127)

@@ -501,7 +501,7 @@ def test_a_worker_past_the_hard_limit_is_killed_scored_zero_and_flagged(released
     folder = course / "submitted" / "stuck" / lesson
     folder.mkdir(parents=True)
     shutil.copyfile(course / "release" / lesson / f"{lesson}.ipynb", folder / f"{lesson}.ipynb")
-    monkeypatch.setattr(autograder.grading, "HARD_LIMIT_GRACE_S", 1)
+    monkeypatch.setattr(autograder.grading, "HARD_LIMIT_GRACE_S", 0)  # a 1 s hard limit: a worker needs longer to start a kernel
     [r] = grade(course, [lesson], limits=Limits(notebook_timeout=1), log=lambda *_: None)
     assert r.status == "failed" and r.score == 0 and r.max_score > 0, r
     assert any("hard limit" in f for f in r.flags), r.flags

@@ -14,9 +14,9 @@ from datetime import datetime
 
 import nbformat
 import pytest
-from nbclient import NotebookClient
 
 from autograder.course import load_config
+from autograder.nbrun import NotebookClient
 from nbtools import LESSONS, REPO, SOLUTIONS, fill_solutions, load
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

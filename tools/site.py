@@ -91,7 +91,7 @@ def execute_lesson(lesson, fast, threads=None, timeout=900):
     Runs in a worker process (its environment is the kernel's). Raises SiteError when a cell fails:
     a page must not show a traceback.
     """
-    from nbclient import NotebookClient
+    from autograder.nbrun import NotebookClient
 
     key = cache_key(lesson, fast)
     nb = nbformat.read(str(SOLUTIONS / f"{lesson}.ipynb"), as_version=4)

@@ -1,0 +1,172 @@
+"""Warm worker processes: each submission is graded in a process forked from one that has nbgrader imported.
+
+A fresh `python -m autograder.grading JOB` spends about 1.4 s importing nbformat, jsonschema
+and nbgrader before it grades anything; a class of 200 notebooks pays that 200 times. A
+zygote is a small single-threaded process that imports all of it once and then, for each
+job the parent sends it, forks a child that runs the job: a new process (its own pid,
+process group and environment, nothing of an earlier job) with the imports already done.
+
+multiprocessing's forkserver does the same, but re-imports the caller's main script in
+every child, which breaks an instructor's script that calls grade() without an
+`if __name__ == "__main__":` guard, and a daemonic process (a Dask worker) may not use it.
+
+Protocol, one JSON object per line: the parent writes {"job", "log", "env", "target"}; the zygote
+forks, answers {"pid"}, waits for the child and answers {"exit"} (the exit status, negative
+for a signal). A zygote serves one job at a time; the parent keeps one per job slot, idle
+ones are reused by the next grade() in the same process, and each exits when the parent's
+end of its pipe closes.
+"""
+import importlib
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import traceback
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+TARGET = "autograder.grading:main"  # what a worker runs: main(Path(job_file))
+_IDLE, _LOCK = [], threading.Lock()
+
+
+class Zygote:
+    """The parent's handle on one zygote process."""
+
+    def __init__(self):
+        env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
+        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.zygote"], cwd=REPO, env=env,
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+        self.buffer = b""
+
+    def _line(self, block):
+        """The zygote's next answer, or None when `block` is False and none is ready; {} once it died."""
+        while b"\n" not in self.buffer:
+            if not block and not select.select([self.proc.stdout], [], [], 0)[0]:
+                return None
+            chunk = os.read(self.proc.stdout.fileno(), 4096)
+            if not chunk:
+                return {}
+            self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        return json.loads(line)
+
+    def start(self, job_file, log_path, env, target=TARGET):
+        """Fork a worker for the job; returns its handle (pid, poll, wait, returncode like Popen)."""
+        request = dict(job=str(job_file), log=str(log_path), env=env, target=target)
+        try:
+            self.proc.stdin.write(json.dumps(request).encode() + b"\n")
+            self.proc.stdin.flush()
+        except OSError:
+            pass  # a dead zygote: the answer below is {}
+        answer = self._line(block=True)
+        return Worker(self, answer.get("pid"))
+
+    def close(self):
+        self.proc.stdin.close()
+        self.proc.wait()
+
+
+class Worker:
+    """One job's process, forked by a zygote; returns the zygote to the idle pool when it ends."""
+
+    def __init__(self, zygote, pid):
+        self.zygote, self.pid, self.returncode = zygote, pid or 0, None
+        if pid is None:
+            self._ended({})
+
+    def _ended(self, answer):
+        self.returncode = answer.get("exit", -1)
+        if answer:
+            with _LOCK:
+                _IDLE.append(self.zygote)
+        else:  # the zygote itself died: never reuse it
+            self.zygote.proc.kill()
+            self.zygote.proc.wait()
+
+    def poll(self):
+        if self.returncode is None:
+            answer = self.zygote._line(block=False)
+            if answer is not None:
+                self._ended(answer)
+        return self.returncode
+
+    def wait(self):
+        if self.returncode is None:
+            self._ended(self.zygote._line(block=True))
+        return self.returncode
+
+
+def start(job_file, log_path, env, target=TARGET):
+    """Run target(Path(job_file)) in a worker forked from a warm zygote, with `env` as its whole
+    environment and its output in log_path; returns the worker's handle (pid, poll, wait, returncode)."""
+    with _LOCK:
+        zygote = _IDLE.pop() if _IDLE else None
+    if zygote is None or zygote.proc.poll() is not None:
+        zygote = Zygote()
+    return zygote.start(job_file, log_path, env, target)
+
+
+def warm(n):
+    """Start zygotes until n are idle, so that their imports run while the parent does other work."""
+    with _LOCK:
+        _IDLE[:] = [z for z in _IDLE if z.proc.poll() is None]
+        _IDLE.extend(Zygote() for _ in range(n - len(_IDLE)))
+
+
+def close_idle():
+    """End every idle zygote (and wait for it, so that its CPU time counts among this process's children)."""
+    with _LOCK:
+        idle, _IDLE[:] = list(_IDLE), []
+    for z in idle:
+        z.close()
+
+
+# ---------------------------------------------------------------- the zygote process
+
+def _child(job, log, env, target):
+    """In the forked child: become the worker `python -m autograder.grading JOB` would have been."""
+    code = 1
+    try:
+        os.setsid()  # its own process group: the parent kills it with its kernels
+        fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        os.dup2(fd, 1)
+        os.dup2(fd, 2)
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.environ.clear()
+        os.environ.update(env)
+        module, function = target.split(":")
+        getattr(importlib.import_module(module), function)(Path(job))
+        code = 0
+    except BaseException:  # noqa: BLE001: reported in the log, the exit status says it failed
+        traceback.print_exc()
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+def serve():
+    import autograder.grading  # noqa: F401: the imports every worker needs, done once
+    from nbgrader.apps import NbGraderAPI  # noqa: F401
+    from nbgrader.coursedir import CourseDirectory  # noqa: F401
+    answers = os.fdopen(os.dup(1), "w")
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # stray prints must not corrupt the protocol
+    for line in sys.stdin:
+        request = json.loads(line)
+        sys.stdout.flush()
+        pid = os.fork()
+        if pid == 0:
+            answers.close()
+            _child(request["job"], request["log"], request["env"], request["target"])
+        answers.write(json.dumps({"pid": pid}) + "\n")
+        answers.flush()
+        _, status = os.waitpid(pid, 0)
+        answers.write(json.dumps({"exit": os.waitstatus_to_exitcode(status)}) + "\n")
+        answers.flush()
+
+
+if __name__ == "__main__":
+    serve()

@@ -1,0 +1,111 @@
+"""Warm grading workers (autograder/zygote.py) and sliced kernel waits (autograder/nbrun.py).
+
+The jobs here are small Python scripts run with runpy.run_path in place of a grading job,
+so each test takes a second, not a kernel's worth.
+"""
+import asyncio
+import json
+import os
+import signal
+import time
+from queue import Empty
+
+import pytest
+
+from autograder import nbrun, zygote
+
+REPORT = """
+import json, os, sys
+from pathlib import Path
+here = Path(__file__).parent
+(here / "report.json").write_text(json.dumps(dict(
+    pid=os.getpid(), pgid=os.getpgid(0), sid=os.getsid(0), cwd=os.getcwd(), env=dict(os.environ),
+    grading_imported="nbgrader.apps" in sys.modules)))
+print("to the log")
+"""
+
+
+def run_job(tmp_path, script, env=None, name="job"):
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "job.py").write_text(script)
+    worker = zygote.start(folder / "job.py", folder / "worker.log", env or {"JOB_NAME": name}, target="runpy:run_path")
+    return folder, worker
+
+
+def test_a_worker_is_a_fresh_process_with_the_jobs_environment_and_its_own_group(tmp_path):
+    folder, worker = run_job(tmp_path, REPORT, env={"ONLY_THIS": "1"})
+    assert worker.wait() == 0
+    report = json.loads((folder / "report.json").read_text())
+    assert report["pid"] == worker.pid != os.getpid()
+    assert report["pgid"] == report["sid"] == worker.pid, "its own session and process group, killed with killpg"
+    assert report["env"] == {"ONLY_THIS": "1"}, "the job's environment, nothing of the zygote's"
+    assert report["grading_imported"], "the zygote's imports are inherited: the point of it"
+    assert (folder / "worker.log").read_text() == "to the log\n"
+
+
+def test_a_zygote_is_reused_and_every_job_gets_a_new_process(tmp_path):
+    zygote.close_idle()
+    pids = []
+    for name in ("first", "second"):
+        folder, worker = run_job(tmp_path, REPORT, name=name)
+        assert worker.wait() == 0
+        pids.append(json.loads((folder / "report.json").read_text())["pid"])
+    assert pids[0] != pids[1]
+    assert len(zygote._IDLE) == 1, "one zygote served both jobs"
+
+
+def test_a_failing_job_reports_its_exit_status_and_traceback(tmp_path):
+    folder, worker = run_job(tmp_path, "raise SystemExit(3)")
+    assert worker.wait() == 1
+    folder, worker = run_job(tmp_path, "1 / 0", name="zero")
+    assert worker.wait() == 1
+    assert "ZeroDivisionError" in (folder / "worker.log").read_text()
+
+
+def test_a_killed_worker_reports_the_signal_and_the_zygote_serves_on(tmp_path):
+    folder, worker = run_job(tmp_path, "import time\ntime.sleep(60)")
+    assert worker.poll() is None
+    os.killpg(worker.pid, signal.SIGKILL)
+    assert worker.wait() == -signal.SIGKILL
+    folder, worker = run_job(tmp_path, REPORT, name="after")
+    assert worker.wait() == 0
+
+
+def test_a_dead_zygote_is_never_reused(tmp_path):
+    folder, worker = run_job(tmp_path, "import time\ntime.sleep(60)")
+    worker.zygote.proc.kill()
+    assert worker.wait() == -1, "the zygote died: the job counts as a dead worker"
+    assert worker.zygote not in zygote._IDLE
+    folder, worker = run_job(tmp_path, REPORT, name="after")
+    assert worker.wait() == 0
+
+
+class MissedEdgeChannel:
+    """A channel whose poll, like pyzmq's after a missed edge, sleeps its whole timeout when the
+    message arrives after the poll began, and only a new poll sees it."""
+
+    def __init__(self, arrives_after_s):
+        self.arrival = time.monotonic() + arrives_after_s
+
+    async def get_msg(self, timeout=None):
+        if time.monotonic() >= self.arrival:
+            return {"msg_type": "execute_reply"}
+        await asyncio.sleep(timeout)
+        raise Empty
+
+
+def test_sliced_waits_find_a_message_the_first_poll_missed():
+    channel = MissedEdgeChannel(arrives_after_s=0.2)
+    start = time.monotonic()
+    msg = asyncio.run(nbrun.sliced(channel.get_msg)(timeout=30))
+    assert msg["msg_type"] == "execute_reply"
+    assert time.monotonic() - start < 10, "found at the next slice, not at the 30 s timeout"
+
+
+def test_sliced_waits_keep_the_deadline():
+    channel = MissedEdgeChannel(arrives_after_s=3600)
+    start = time.monotonic()
+    with pytest.raises(Empty):
+        asyncio.run(nbrun.sliced(channel.get_msg)(timeout=0.5))
+    assert 0.5 <= time.monotonic() - start < 5
