@@ -628,7 +628,7 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
                 job = _Running(course_root, lesson, student, limits, settings, threads)
                 job.result.flags = flags
                 running.append(job)
-            time.sleep(0.2)
+            zygote.wait_any([job.proc for job in running], timeout=0.2)  # wakes when a worker ends
             for job in list(running):
                 timed_out = time.monotonic() > job.deadline
                 if timed_out:

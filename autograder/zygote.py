@@ -23,11 +23,16 @@ import select
 import subprocess
 import sys
 import threading
+import time
 import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = "autograder.grading:main"  # what a worker runs: main(Path(job_file))
+# What a grading worker imports (found by comparing sys.modules before and after a job): nbgrader,
+# and, through jupyter_client's kernel spec lookup and nbgrader's gradebook, IPython, ipykernel and sqlite
+PRELOAD = ["autograder.grading", "nbgrader.apps", "nbgrader.coursedir", "IPython", "IPython.core.debugger",
+           "ipykernel.kernelspec", "sqlite3", "sqlalchemy.dialects.sqlite"]
 _IDLE, _LOCK = [], threading.Lock()
 
 
@@ -98,6 +103,17 @@ class Worker:
         return self.returncode
 
 
+def wait_any(workers, timeout):
+    """Sleep until one of `workers` may have ended (its zygote answered) or `timeout` seconds pass."""
+    pending = [w for w in workers if w.returncode is None]
+    if any(b"\n" in w.zygote.buffer for w in pending):
+        return
+    if pending:
+        select.select([w.zygote.proc.stdout for w in pending], [], [], timeout)
+    else:
+        time.sleep(timeout)
+
+
 def start(job_file, log_path, env, target=TARGET):
     """Run target(Path(job_file)) in a worker forked from a warm zygote, with `env` as its whole
     environment and its output in log_path; returns the worker's handle (pid, poll, wait, returncode)."""
@@ -129,7 +145,7 @@ def _child(job, log, env, target):
     """In the forked child: become the worker `python -m autograder.grading JOB` would have been."""
     code = 1
     try:
-        os.setsid()  # its own process group: the parent kills it with its kernels
+        os.setpgid(0, 0)  # its own process group (the zygote sets it too): killed with its kernels
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(fd, 1)
         os.dup2(fd, 2)
@@ -149,9 +165,8 @@ def _child(job, log, env, target):
 
 
 def serve():
-    import autograder.grading  # noqa: F401: the imports every worker needs, done once
-    from nbgrader.apps import NbGraderAPI  # noqa: F401
-    from nbgrader.coursedir import CourseDirectory  # noqa: F401
+    for name in PRELOAD:  # the imports every worker needs, done once
+        importlib.import_module(name)
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # stray prints must not corrupt the protocol
     for line in sys.stdin:
@@ -161,6 +176,10 @@ def serve():
         if pid == 0:
             answers.close()
             _child(request["job"], request["log"], request["env"], request["target"])
+        try:  # as shells do: whichever runs first, the group exists before the parent hears the pid
+            os.setpgid(pid, pid)
+        except OSError:
+            pass
         answers.write(json.dumps({"pid": pid}) + "\n")
         answers.flush()
         _, status = os.waitpid(pid, 0)

@@ -1,4 +1,4 @@
-"""How long does starting a kernel in the grading sandbox take? Kernel start until the first reply.
+"""How long do starting and stopping a kernel in the grading sandbox take, against a plain kernel?
 
     python benchmarks/sandbox_start.py          # 5 rounds
     python benchmarks/sandbox_start.py -n 10
@@ -9,9 +9,10 @@ Each round starts, in turn (so that the machine's load falls on all of them alik
 2. sandbox, no bubblewrap: the launcher with its uid, cgroups and rlimits only;
 3. sandbox, full: bubblewrap as well (as the grader runs it when it can).
 
-A start is timed from start_kernel() until the kernel answers kernel_info (wait_for_ready),
-then a one-line cell is run and the kernel shut down. It prints the median and the range of
-each, and the full sandbox's median over the plain one. It reports; it does not assert.
+A start is timed from start_kernel() until the kernel answers kernel_info (wait_for_ready);
+then a one-line cell is run, and the stop is timed: a graceful shutdown, as nbclient (and so
+the grader) ends every notebook. It prints the median and the range of each, and the full
+sandbox's medians over the plain one. It reports; it does not assert.
 """
 import argparse
 import asyncio
@@ -41,8 +42,9 @@ async def start_once(make_km, cwd):
     reply = await kc.execute_interactive("x = 1 + 1", timeout=60)
     assert reply["content"]["status"] == "ok", reply
     kc.stop_channels()
-    await km.shutdown_kernel(now=True)
-    return seconds
+    stop = time.perf_counter()
+    await km.shutdown_kernel(now=False)
+    return seconds, time.perf_counter() - stop
 
 
 def main():
@@ -69,11 +71,15 @@ def main():
     for i in range(args.n):
         for kind, make in kinds.items():
             times[kind].append(asyncio.run(start_once(make, cwd)))
-        print(f"round {i + 1}: " + ", ".join(f"{k.split(' (')[0]} {v[-1]:.2f} s" for k, v in times.items()), flush=True)
+        print(f"round {i + 1}: " + ", ".join(f"{k.split(' (')[0]} {v[-1][0]:.2f} + {v[-1][1]:.2f} s"
+                                              for k, v in times.items()), flush=True)
     for kind, t in times.items():
-        print(f"{kind}: median {statistics.median(t):.2f} s (min {min(t):.2f}, max {max(t):.2f}) over {len(t)} starts")
-    plain, full = (statistics.median(t) for t in (times["plain"], list(times.values())[-1]))
-    print(f"full sandbox / plain: {full / plain:.2f}x (+{full - plain:.2f} s per kernel)")
+        for what, values in zip(("start", "stop"), zip(*t)):
+            print(f"{kind}, {what}: median {statistics.median(values):.2f} s "
+                  f"(min {min(values):.2f}, max {max(values):.2f}) over {len(values)} kernels")
+    for i, what in enumerate(("start", "stop")):
+        plain, full = (statistics.median(v[i] for v in t) for t in (times["plain"], list(times.values())[-1]))
+        print(f"full sandbox / plain, {what}: {full / plain:.2f}x ({full - plain:+.2f} s per kernel)")
     shutil.rmtree(cwd, ignore_errors=True)
 
 

@@ -11,9 +11,10 @@ from pathlib import Path
 import nbformat
 from nbclient.exceptions import CellTimeoutError
 
-from autograder.nbrun import NotebookClient  # nbclient's, without the missed-reply stalls
-
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # benchmarks import this module with only tests/ on the path
+    sys.path.insert(0, str(REPO))
+from autograder.nbrun import NotebookClient  # noqa: E402: nbclient's, without the missed-reply stalls
 SOLUTIONS = REPO / "solutions"
 NOTEBOOKS = REPO / "notebooks"
 LESSONS = sorted(p.stem for p in SOLUTIONS.glob("[0-9][0-9]_*.ipynb"))

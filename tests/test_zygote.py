@@ -38,7 +38,8 @@ def test_a_worker_is_a_fresh_process_with_the_jobs_environment_and_its_own_group
     assert worker.wait() == 0
     report = json.loads((folder / "report.json").read_text())
     assert report["pid"] == worker.pid != os.getpid()
-    assert report["pgid"] == report["sid"] == worker.pid, "its own session and process group, killed with killpg"
+    assert report["pgid"] == worker.pid, "its own process group, killed with killpg"
+    assert report["sid"] != os.getsid(0), "not in the grader's session: Ctrl-C at the terminal reaches the grader only"
     assert report["env"] == {"ONLY_THIS": "1"}, "the job's environment, nothing of the zygote's"
     assert report["grading_imported"], "the zygote's imports are inherited: the point of it"
     assert (folder / "worker.log").read_text() == "to the log\n"
@@ -65,8 +66,7 @@ def test_a_failing_job_reports_its_exit_status_and_traceback(tmp_path):
 
 def test_a_killed_worker_reports_the_signal_and_the_zygote_serves_on(tmp_path):
     folder, worker = run_job(tmp_path, "import time\ntime.sleep(60)")
-    assert worker.poll() is None
-    os.killpg(worker.pid, signal.SIGKILL)
+    os.killpg(worker.pid, signal.SIGKILL)  # at once: the group exists as soon as the pid is known
     assert worker.wait() == -signal.SIGKILL
     folder, worker = run_job(tmp_path, REPORT, name="after")
     assert worker.wait() == 0
@@ -109,3 +109,14 @@ def test_sliced_waits_keep_the_deadline():
     with pytest.raises(Empty):
         asyncio.run(nbrun.sliced(channel.get_msg)(timeout=0.5))
     assert 0.5 <= time.monotonic() - start < 5
+
+
+def test_wait_any_wakes_when_a_worker_ends_not_at_the_timeout(tmp_path):
+    folder, slow = run_job(tmp_path, "import time\ntime.sleep(60)", name="slow")
+    folder, quick = run_job(tmp_path, "import time\ntime.sleep(0.3)", name="quick")
+    start = time.monotonic()
+    while quick.poll() is None:
+        zygote.wait_any([slow, quick], timeout=30)
+    assert time.monotonic() - start < 10 and slow.poll() is None
+    os.killpg(slow.pid, signal.SIGKILL)
+    assert slow.wait() == -signal.SIGKILL
