@@ -14,12 +14,15 @@ Protocol, one JSON object per line: the parent writes {"job", "log", "env", "tar
 forks, answers {"pid"}, waits for the child and answers {"exit"} (the exit status, negative
 for a signal). A zygote serves one job at a time; the parent keeps one per job slot, idle
 ones are reused by the next grade() in the same process, and each exits when the parent's
-end of its pipe closes.
+end of its pipe closes. Parent-death signals chain grader -> zygote -> worker -> kernel
+launcher, so a grader killed outright (SIGKILL) takes its running jobs with it (the zygote's
+link only when the grader made it from its main thread: the signal follows the thread).
 """
 import importlib
 import json
 import os
 import select
+import signal
 import subprocess
 import sys
 import threading
@@ -41,8 +44,11 @@ class Zygote:
 
     def __init__(self):
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
-        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.zygote"], cwd=REPO, env=env,
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, start_new_session=True)
+        # PR_SET_PDEATHSIG follows the thread that forked: only a main thread lives as long as its process
+        die_with_parent = threading.current_thread() is threading.main_thread()
+        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.zygote", str(os.getpid() if die_with_parent else 0)],
+                                     cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                     start_new_session=True)
         self.buffer = b""
 
     def _line(self, block):
@@ -141,10 +147,19 @@ def close_idle():
 
 # ---------------------------------------------------------------- the zygote process
 
-def _child(job, log, env, target):
+def _die_with(parent):
+    """SIGKILL this process when `parent` (a pid) dies, even if it died already."""
+    from .sandbox import PR_SET_PDEATHSIG, _libc
+    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    if os.getppid() != parent:
+        os._exit(1)
+
+
+def _child(job, log, env, target, zygote):
     """In the forked child: become the worker `python -m autograder.grading JOB` would have been."""
     code = 1
     try:
+        _die_with(zygote)  # and the kernel launcher dies with us: nothing of the job outlives the grader
         os.setpgid(0, 0)  # its own process group (the zygote sets it too): killed with its kernels
         fd = os.open(log, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         os.dup2(fd, 1)
@@ -164,7 +179,9 @@ def _child(job, log, env, target):
         os._exit(code)
 
 
-def serve():
+def serve(grader):
+    if grader:
+        _die_with(grader)
     for name in PRELOAD:  # the imports every worker needs, done once
         importlib.import_module(name)
     answers = os.fdopen(os.dup(1), "w")
@@ -172,10 +189,11 @@ def serve():
     for line in sys.stdin:
         request = json.loads(line)
         sys.stdout.flush()
+        zygote = os.getpid()
         pid = os.fork()
         if pid == 0:
             answers.close()
-            _child(request["job"], request["log"], request["env"], request["target"])
+            _child(request["job"], request["log"], request["env"], request["target"], zygote)
         try:  # as shells do: whichever runs first, the group exists before the parent hears the pid
             os.setpgid(pid, pid)
         except OSError:
@@ -188,4 +206,4 @@ def serve():
 
 
 if __name__ == "__main__":
-    serve()
+    serve(int(sys.argv[1]))

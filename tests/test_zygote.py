@@ -72,13 +72,44 @@ def test_a_killed_worker_reports_the_signal_and_the_zygote_serves_on(tmp_path):
     assert worker.wait() == 0
 
 
-def test_a_dead_zygote_is_never_reused(tmp_path):
+def _gone(pid, within_s=10):
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline:
+        try:
+            if b"State:\tZ" in open(f"/proc/{pid}/status", "rb").read():
+                return True
+        except OSError:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def test_a_dead_zygote_is_never_reused_and_takes_its_worker_with_it(tmp_path):
     folder, worker = run_job(tmp_path, "import time\ntime.sleep(60)")
     worker.zygote.proc.kill()
     assert worker.wait() == -1, "the zygote died: the job counts as a dead worker"
     assert worker.zygote not in zygote._IDLE
+    assert _gone(worker.pid), "the worker dies with its zygote (parent-death signal)"
     folder, worker = run_job(tmp_path, REPORT, name="after")
     assert worker.wait() == 0
+
+
+def test_a_grader_killed_outright_takes_its_zygote_and_running_worker_with_it(tmp_path):
+    import subprocess
+    import sys
+    (tmp_path / "job.py").write_text("import time\ntime.sleep(60)")
+    grader = subprocess.Popen([sys.executable, "-c", f"""
+import os, sys, time
+sys.path.insert(0, {str(zygote.REPO)!r})
+from autograder import zygote
+w = zygote.start({str(tmp_path / "job.py")!r}, {str(tmp_path / "log")!r}, {{}}, target="runpy:run_path")
+print(w.zygote.proc.pid, w.pid, flush=True)
+time.sleep(60)
+"""], stdout=subprocess.PIPE, text=True)
+    zygote_pid, worker_pid = (int(p) for p in grader.stdout.readline().split())
+    grader.kill()
+    grader.wait()
+    assert _gone(zygote_pid) and _gone(worker_pid), "nothing of the job outlives a grader killed with SIGKILL"
 
 
 class MissedEdgeChannel:
