@@ -1,7 +1,7 @@
 """Warm worker processes: each submission is graded in a process forked from one that has nbgrader imported.
 
-A fresh `python -m autograder.grading JOB` spends about 1.4 s importing nbformat, jsonschema
-and nbgrader before it grades anything; a class of 200 notebooks pays that 200 times. A
+A fresh `python -m autograder.grading JOB` spends about 1.7 s importing nbformat, jsonschema,
+nbgrader and IPython before it grades anything; a class of 200 notebooks pays that 200 times. A
 zygote is a small single-threaded process that imports all of it once and then, for each
 job the parent sends it, forks a child that runs the job: a new process (its own pid,
 process group and environment, nothing of an earlier job) with the imports already done.
