@@ -1,8 +1,8 @@
 """`grade`: nbgrader's autograde for a whole class, in parallel, with the kernel sandboxed.
 
 Each (lesson, student) is graded by a worker process of its own, forked by a warm zygote
-that has nbgrader imported already (zygote.py; the same as `python -m autograder.grading JOB`
-without 1.4 s of imports), that runs nbgrader's Autograde converter (through NbGraderAPI) on the course directory,
+that has nbgrader imported already (zygote.py: `python -m autograder.grading JOB` without its
+1.7 s of imports). The worker runs nbgrader's Autograde converter (through NbGraderAPI) on the course directory,
 with these changes made through nbgrader's configuration (nbgrader_config.py holds the
 preprocessor lists, so plain `nbgrader autograde` applies the same rules, without the sandbox):
 
@@ -514,7 +514,7 @@ class _Running:
         """Stop the worker and its kernels (each in its own process group): nothing of this job runs on."""
         kernels = self.work / "kernels.txt"
         groups = [self.proc.pid] + ([int(p) for p in kernels.read_text().split()] if kernels.exists() else [])
-        for pgid in filter(lambda pgid: pgid > 0, groups):  # never 0: that is our own group
+        for pgid in [g for g in groups if g > 0]:  # never 0: killpg(0) is our own group
             try:
                 os.killpg(pgid, signal.SIGKILL)
             except (ProcessLookupError, PermissionError):

@@ -138,7 +138,7 @@ def warm(n):
 
 
 def close_idle():
-    """End every idle zygote (and wait for it, so that its CPU time counts among this process's children)."""
+    """End every idle zygote and wait for it (a benchmark's next run then starts cold, as a new `grade` does)."""
     with _LOCK:
         idle, _IDLE[:] = list(_IDLE), []
     for z in idle:
