@@ -194,3 +194,36 @@ def test_check_helpers_raise_assertion_errors_with_the_name():
     cu.check_close(torch.ones(3), np.ones(3), "same")
     with pytest.raises(NotImplementedError, match="needs a model"):
         cu.require(None, "a model")
+
+
+def test_timer_synchronises_around_each_call_skips_warm_up_and_reports_the_median(monkeypatch):
+    events, clock = [], iter(range(100))
+    fake_time = type("FakeTime", (), {"perf_counter": staticmethod(lambda: events.append("clock") or next(clock)),
+                                      "process_time": staticmethod(lambda: 0.0)})
+    monkeypatch.setattr(cu.timing, "time", fake_time)
+    monkeypatch.setattr(cu.timing, "synchronize", lambda device=None: events.append(f"sync {device}"))
+    durations = iter([50, 1, 3, 2])  # the warm-up call is slow and must not count
+    calls = []
+
+    def work(x):
+        calls.append(x)
+        for _ in range(next(durations) - 1):  # each clock read advances the fake clock by 1
+            next(clock)
+
+    timing = cu.time_call(work, 7, repeats=3, warmup=1, device="cuda")
+    assert calls == [7, 7, 7, 7]
+    reads = [i for i, e in enumerate(events) if e == "clock"]
+    assert len(reads) == 1 + 2 * 3 and all(events[i - 1] == "sync cuda" for i in reads)  # each read waits for the device
+    assert timing.samples == (1, 3, 2) and timing.median == 2 and timing.min == 1 and float(timing) == 2
+    with pytest.raises(ValueError, match="clock='process'"):
+        cu.time_call(work, 1, clock="process", device="cuda")
+    with pytest.raises(ValueError, match="repeats"):
+        cu.time_call(work, 1, repeats=0)
+
+
+def test_timer_times_real_work_and_passes_setup_results():
+    sizes = []
+    timing = cu.time_call(lambda x: sizes.append(x.numel()), setup=lambda: torch.zeros(3), repeats=2, warmup=0)
+    assert sizes == [3, 3] and len(timing.samples) == 2 and all(t >= 0 for t in timing.samples)
+    slow = cu.time_call(torch.mm, torch.randn(200, 200), torch.randn(200, 200), repeats=3)
+    assert slow.median > 0 and slow.clock == "wall"
