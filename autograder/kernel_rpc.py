@@ -1,0 +1,170 @@
+"""The student's side of a grader-side test: answer one request, in the student's kernel.
+
+The grader never sends a test cell to the student's kernel (verdicts.py). It runs the test
+on its own side and, whenever the test touches a student object, sends one request here: fetch
+a global, call a function or method, read an attribute, take len(), list an iterable, or run a
+call with gradients. The request is a pickle made by the grader (arguments by value, remote
+handles by id); the answer is JSON that carries only plain data: numbers, strings, tensors and
+arrays as raw bytes, containers of these, and ids of objects that stay here (handles).
+
+This file is sent as source with every request and run in a fresh namespace (`serve` below),
+so there is nothing stored in the kernel that a cell could replace except the handle table.
+Whatever the student's code changes here, it can only change the data it sends back, which is
+its own answer: the comparison happens in the grader's process.
+"""
+import base64
+import builtins
+import contextlib
+import io
+import json
+import pickle
+import sys
+
+MAX_ANSWER_BYTES = 64 * 2**20
+BUILTIN_ERRORS = ("ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
+                  "NotImplementedError OverflowError RecursionError RuntimeError StopIteration TypeError "
+                  "ValueError ZeroDivisionError MemoryError").split()
+
+
+def _table():
+    """The kernel's handle table: {id: object}. It lives in sys.modules so that it outlasts one request."""
+    holder = sys.modules.get("__autograder_handles__")
+    if holder is None or not isinstance(getattr(holder, "objects", None), dict):
+        import types
+        holder = types.ModuleType("__autograder_handles__")
+        holder.objects = {}
+        sys.modules["__autograder_handles__"] = holder
+    return holder.objects
+
+
+class _Unpickler(pickle.Unpickler):
+    def persistent_load(self, pid):
+        kind, number = pid
+        return _table()[number]
+
+
+def _keep(value):
+    table = _table()
+    number = len(table) + 1
+    table[number] = value
+    return number
+
+
+def encode(value, depth=0):
+    """Plain data as JSON-able structures; anything else stays here and goes out as a handle."""
+    import numpy as np
+    torch = sys.modules.get("torch")
+    if depth > 20:
+        return {"t": "handle", "id": _keep(value), "kind": type(value).__name__[:60]}
+    if value is None or type(value) in (bool, str):
+        return value if value is not None else {"t": "none"}
+    if type(value) is int:
+        return {"t": "int", "v": str(value)}
+    if type(value) is float:
+        return {"t": "float", "v": repr(value)}
+    if torch is not None and isinstance(value, torch.Tensor) and type(value) in (torch.Tensor, torch.nn.Parameter):
+        tensor = value.detach().cpu()
+        original = str(tensor.dtype).replace("torch.", "")
+        if tensor.dtype in (torch.bfloat16, torch.float16):
+            tensor = tensor.float()
+        array = tensor.contiguous().numpy()
+        return {"t": "tensor", "dtype": str(array.dtype), "as": original, "shape": list(array.shape),
+                "b64": base64.b64encode(array.tobytes()).decode()}
+    if type(value) is np.ndarray:
+        array = np.ascontiguousarray(value)
+        if array.dtype.hasobject:
+            return {"t": "handle", "id": _keep(value), "kind": "ndarray(object)"}
+        return {"t": "ndarray", "dtype": str(array.dtype), "shape": list(array.shape),
+                "b64": base64.b64encode(array.tobytes()).decode()}
+    if isinstance(value, np.generic) and type(value).__module__ == "numpy" and not isinstance(value, np.object_):
+        array = np.asarray(value)
+        return {"t": "npscalar", "dtype": str(array.dtype), "b64": base64.b64encode(array.tobytes()).decode()}
+    if torch is not None and type(value) is torch.dtype:
+        return {"t": "dtype", "v": str(value).replace("torch.", "")}
+    if torch is not None and type(value) is torch.Size:
+        return {"t": "tuple", "items": [encode(int(s), depth + 1) for s in value]}
+    if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
+        return {"t": "list" if type(value) is list else "tuple", "items": [encode(v, depth + 1) for v in value]}
+    if type(value) is dict and all(type(k) in (str, int) for k in value):
+        return {"t": "dict", "items": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
+    return {"t": "handle", "id": _keep(value), "kind": type(value).__name__[:60]}
+
+
+def _mirror(args, kwargs):
+    """The tensor and array arguments after the call (the student's code may change them in place)."""
+    import numpy as np
+    torch = sys.modules.get("torch")
+    out = {}
+    for key, value in list(enumerate(args)) + list(kwargs.items()):
+        if (torch is not None and type(value) is torch.Tensor) or type(value) is np.ndarray:
+            out[str(key)] = encode(value)
+    return out
+
+
+@contextlib.contextmanager
+def _forbidding(names):
+    if not names:
+        yield
+        return
+    import course_utils.checks as checks
+    with checks.forbidden_ops(*names):
+        yield
+
+
+def _grads(fn, args, kwargs, grad_output):
+    import course_utils.checks as checks
+    return checks.local_call_with_grads(fn, *args, grad_output=grad_output, **kwargs)
+
+
+def serve(request, namespace):
+    """Answer one request (pickled bytes) against `namespace` (the notebook's globals); returns JSON text."""
+    op, target, args, kwargs, forbidden = _Unpickler(io.BytesIO(request)).load()
+    mirror = {}
+    try:
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                _forbidding(forbidden):
+            if op == "get":
+                if target not in namespace:
+                    raise NameError(target)
+                value = namespace[target]
+            else:
+                obj = _table()[target]
+                if op == "call":
+                    value = obj(*args, **kwargs)
+                    mirror = _mirror(args, kwargs)
+                elif op == "getattr":
+                    value = getattr(obj, args[0])
+                elif op == "setattr":
+                    setattr(obj, args[0], args[1])
+                    value = None
+                elif op == "len":
+                    value = len(obj)
+                elif op == "list":
+                    value = list(obj)
+                elif op == "getitem":
+                    value = obj[args[0]]
+                elif op == "bool":
+                    value = bool(obj)
+                elif op == "grads":  # args: (call args, call kwargs, grad_output)
+                    value = _grads(obj, args[0], args[1], args[2])
+                else:
+                    raise ValueError(f"unknown request {op!r}")
+        answer = {"ok": True, "value": encode(value), "mirror": mirror}
+    except BaseException as e:  # noqa: BLE001: the student's error is reported as its kind only
+        kind = type(e).__name__
+        forbidden_name = getattr(e, "forbidden", None)
+        answer = {"ok": False, "error": kind if kind in BUILTIN_ERRORS or kind == "ForbiddenCall" else "Exception",
+                  "forbidden": forbidden_name if isinstance(forbidden_name, str) else None}
+    text = json.dumps(answer, allow_nan=False)
+    if len(text) > MAX_ANSWER_BYTES:
+        text = json.dumps({"ok": False, "error": "TooLarge"})
+    return text
+
+
+def handle_request(b64_request):
+    """Entry point in the kernel: the notebook's namespace is IPython's user namespace."""
+    shell = builtins.__dict__.get("get_ipython", lambda: None)()
+    namespace = shell.user_ns if shell is not None else vars(sys.modules["__main__"])
+    answer = serve(base64.b64decode(b64_request), namespace)
+    _table()
+    sys.modules["__autograder_handles__"].answer = answer
