@@ -13,12 +13,17 @@ notebook) and the notebook's structure against the source:
   locked cell), e.g. `def check_close(*a): pass`;
 - `reach`: names the grader's files in a string (gradebook, solutions, hidden tests, .git);
 - `introspect`: reads the running cell's source or walks the call stack (`inspect`,
-  `sys._getframe`, frame attributes, `linecache`, `traceback`, `gc`, IPython's history `In`/`_ih`),
-  which is where the hidden tests are while they run;
+  `sys._getframe`, frame attributes, `linecache`, `traceback`, `gc.get_objects`/`get_referrers`,
+  IPython's history `In`/`_ih`/`_i<n>` and the magics that replay it, `%history`, `%recall`, ...),
+  which is where the hidden tests are while they run. A history name the student's own code binds in
+  that scope (`for _i in range(3)`) is their variable, not the history (see `_history_reads`).
+
+Cells are read as IPython runs them (`x = %history`, `!cmd` and magics become the calls they are),
+and code passed as a constant string to eval/exec/compile is checked like a cell.
 - `kernel`: reaches the kernel's own machinery (displayhook, AST/input transformers,
   showtraceback, custom exception handlers, trace hooks), which can fake or hide a result;
-- `structure`: a test cell deleted, edited or duplicated (nbgrader restores edited and
-  duplicated cells; a deleted test cell scores zero).
+- `structure`: a test cell deleted, edited, duplicated or turned into Markdown (or raw) (nbgrader
+  restores edited and converted cells and grades them; a deleted test cell scores zero).
 """
 import ast
 import re
@@ -38,12 +43,31 @@ def _sources(nb):
     return [c.source for c in nb.cells if c.cell_type == "code"]
 
 
-def _parse(code):
-    """AST of a cell, IPython magics and shell escapes blanked out; None when it does not parse."""
-    code = "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in code.splitlines())
+def _python(code):
+    """The Python that IPython runs for a cell: magics, shell escapes and `x = %magic` lines as the calls
+    they become (`get_ipython().run_line_magic('history', '')`), so that nothing hides in IPython syntax.
+
+    A cell magic's body is kept as code (`%%capture`, `%%time`, `%%writefile x.py` hold Python),
+    after a line naming the magic; other bodies then simply do not parse.
+    """
+    lines = code.splitlines()
+    first = next((i for i, line in enumerate(lines) if line.strip()), None)
+    if first is not None and lines[first].lstrip().startswith("%%"):
+        name = lines[first].lstrip()[2:].split(maxsplit=1)
+        call = f"get_ipython().run_cell_magic({(name or [''])[0]!r}, '', '')"
+        return "\n".join(lines[:first] + [call] + [_python(chr(10).join(lines[first + 1:]))])
     try:
-        return ast.parse(code)
-    except SyntaxError:
+        from IPython.core.inputtransformer2 import TransformerManager
+        return TransformerManager().transform_cell(code)
+    except Exception:  # noqa: BLE001: without IPython, blank what it would have transformed
+        return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in lines)
+
+
+def _parse(code):
+    """AST of a cell as IPython runs it (see _python); None when it does not parse."""
+    try:
+        return ast.parse(_python(code))
+    except (SyntaxError, ValueError):
         return None
 
 
@@ -118,13 +142,33 @@ def test_helpers(source_nb):
     return names - answers
 
 
+def _code_in_strings(tree):
+    """Code a cell hands to eval/exec/compile (or IPython's ev/ex/run_cell) as a constant string, parsed."""
+    found = []
+    for node in ast.walk(tree):
+        name = getattr(node, "func", None) and (getattr(node.func, "id", None) or getattr(node.func, "attr", None))
+        if isinstance(node, ast.Call) and name in CODE_RUNNERS and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            inner = _parse(node.args[0].value)
+            if inner is not None:
+                found.append((inner, f" (in the code passed to {name} on line {node.lineno})"))
+                found += [(t, f"{where} (in the code passed to {name} on line {node.lineno})")
+                          for t, where in _code_in_strings(inner)]
+    return found
+
+
 def code_flags(code_cells, helpers=frozenset()):
     """Flags for a list of student code strings."""
-    trees = [t for t in map(_parse, code_cells) if t is not None]
-    aliases = _module_aliases(trees)
+    cells = [t for t in map(_parse, code_cells) if t is not None]
+    trees = [(t, "", i) for i, t in enumerate(cells)]
+    trees += [(found, where, i) for i, t in enumerate(cells) for found, where in _code_in_strings(t)]
+    aliases = _module_aliases([t for t, _, _ in trees])
     watched = lambda node: aliases.get(_root_name(node) or "")  # noqa: E731
-    flags = []
-    for tree in trees:
+    flags, tops = [], _module_bindings(cells)
+    for tree, where, cell in trees:
+        count = len(flags)
+        for line, name in _history_reads(tree, cells[:cell], tops):
+            flags.append(f"introspect: line {line} reads IPython's history ({name}, where the hidden tests are)")
         for node in ast.walk(tree):
             targets = []
             if isinstance(node, (ast.Assign, ast.Delete)):
@@ -164,18 +208,154 @@ def code_flags(code_cells, helpers=frozenset()):
             for name in set(_bound_names(node)) & set(helpers):
                 if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course_utils")):
                     flags.append(f"helper: line {node.lineno} redefines test helper {name}")
+        flags[count:] = [f + where for f in flags[count:]]
     return flags
 
 
-INTROSPECTION_MODULES = {"inspect", "linecache", "traceback", "dis", "gc", "tokenize"}
+# `gc` is not here: gc.collect() is how notebooks free memory; its readers (get_objects, ...) are attributes below
+INTROSPECTION_MODULES = {"inspect", "linecache", "traceback", "dis", "tokenize"}
 INTROSPECTION_ATTRIBUTES = {"_getframe", "_current_frames", "f_back", "f_code", "f_globals", "f_locals", "f_lineno",
                             "tb_frame", "tb_next", "gi_frame", "cr_frame", "history_manager", "currentframe",
                             "getsource", "getsourcelines", "getframeinfo", "getouterframes", "getinnerframes",
-                            "get_referrers", "get_objects", "co_consts", "__traceback__"}
+                            "get_referrers", "get_referents", "get_objects", "co_consts", "__traceback__"}
+# IPython magics that read or replay the input history (the hidden tests' source, once they ran)
+HISTORY_MAGICS = {"history", "hist", "recall", "rep", "rerun", "save", "macro", "notebook", "pastebin", "load",
+                  "edit"}
+MAGIC_CALLS = {"run_line_magic", "run_cell_magic", "magic", "find_line_magic", "find_cell_magic", "find_magic"}
+CODE_RUNNERS = {"eval", "exec", "compile", "ev", "ex", "run_cell", "run_code", "run_source"}
+NAMESPACES = {"user_ns", "user_global_ns", "__dict__"}  # where IPython keeps the history names
 KERNEL_ATTRIBUTES = {"displayhook", "display_pub", "iopub_socket", "send_response", "shell_handlers",
                      "ast_transformers", "input_transformers_cleanup", "input_transformers_post", "set_custom_exc",
                      "showtraceback", "_showtraceback", "run_cell", "run_code", "excepthook", "settrace", "setprofile"}
 HISTORY_NAMES = re.compile(r"^(In|Out|_ih|_oh|_i{1,3}|_i\d+|_dh)$")
+REBOUND_EACH_CELL = re.compile(r"^(_i{1,3}|_i\d+)$")  # IPython sets these again before every cell it runs
+
+
+# ---------------------------------------------------------------- history names: IPython's, or the student's own?
+#
+# `In`, `_ih`, `_i`, ... are IPython's input history only where the name is not the student's own variable:
+# `for _i in range(3): print(_i)` reads a loop counter. A read is the student's own when its scope binds the
+# name (a function's local or parameter, a comprehension's variable, a closure over an enclosing function's
+# local), or, at the top level of a cell (and in a class body), when the same cell bound it earlier. IPython
+# sets `_i`, `_ii`, `_iii` and `_i<n>` again before every cell, so a binding in an earlier cell, or a global
+# read from inside a function, still reads the history; `In`, `Out`, `_ih`, `_oh`, `_dh` are set once, so a
+# student's own top-level binding of them, in any cell before, makes them theirs.
+
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)
+_COMPREHENSIONS = (ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp)
+_SCOPES = _FUNCTIONS + _COMPREHENSIONS + (ast.ClassDef,)
+
+
+def _inner(scope):
+    """The parts of a scope evaluated inside it."""
+    if isinstance(scope, ast.Lambda):
+        return [scope.body]
+    if isinstance(scope, (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return list(scope.body)
+    parts = [scope.key, scope.value] if isinstance(scope, ast.DictComp) else [scope.elt]
+    for i, g in enumerate(scope.generators):
+        parts += [g.target, *([g.iter] if i else []), *g.ifs]
+    return parts
+
+
+def _outer(scope):
+    """The parts of a nested scope evaluated where it is defined: decorators, defaults, bases, first iterable."""
+    if isinstance(scope, _FUNCTIONS):
+        a = scope.args
+        return [*getattr(scope, "decorator_list", []), *a.defaults, *[d for d in a.kw_defaults if d]]
+    if isinstance(scope, ast.ClassDef):
+        return [*scope.decorator_list, *scope.bases, *[k.value for k in scope.keywords]]
+    return [scope.generators[0].iter]
+
+
+def _scope_nodes(scope):
+    """Every node evaluated in `scope` itself; nested scopes appear as nodes, their insides do not."""
+    todo, nodes = _inner(scope), []
+    while todo:
+        node = todo.pop()
+        nodes.append(node)
+        todo += _outer(node) if isinstance(node, _SCOPES) else list(ast.iter_child_nodes(node))
+    return nodes
+
+
+def _pos(node):
+    return (node.lineno, node.col_offset)
+
+
+def _bindings(scope, nodes):
+    """({name: first position bound in this scope}, names declared global)."""
+    bound, declared = {}, set()
+
+    def bind(name, node):
+        if name not in bound or _pos(node) < bound[name]:
+            bound[name] = _pos(node)
+
+    if isinstance(scope, _FUNCTIONS):
+        a = scope.args
+        for arg in [*a.posonlyargs, *a.args, *a.kwonlyargs, *filter(None, [a.vararg, a.kwarg])]:
+            bound[arg.arg] = (0, 0)
+    for node in nodes:
+        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
+            bind(node.id, node)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            bind(node.name, node)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):
+            for a in node.names:
+                bind(a.asname or a.name.split(".")[0], node)
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            bind(node.name, node)
+        elif isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name:
+            bind(node.name, node)
+        elif isinstance(node, (ast.Global, ast.Nonlocal)):
+            declared |= set(node.names)
+    for name in declared:
+        bound.pop(name, None)
+    return bound, declared
+
+
+def _module_bindings(trees):
+    """[{name: first position}] of each cell's top level: what each cell binds as a global."""
+    return [_bindings(tree, _scope_nodes(tree))[0] for tree in trees]
+
+
+def _history_reads(tree, earlier_cells, cell_bindings):
+    """[(line, name)] of the reads of IPython's history names in one cell that are not the student's own variable."""
+    earlier = {name for tree_ in earlier_cells for name in _bindings(tree_, _scope_nodes(tree_))[0]}
+    anywhere = {name for b in cell_bindings for name in b}
+    found = []
+
+    def visit(scope, enclosing):  # enclosing: [(kind, bound)] of the scopes around, innermost last
+        nodes = _scope_nodes(scope)
+        bound, declared = _bindings(scope, nodes)
+        ordered = isinstance(scope, (ast.Module, ast.ClassDef))
+        for node in nodes:
+            reads = []
+            if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
+                reads = [node]
+            elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name):
+                reads = [node.target]  # `_i += 1` reads _i first
+            for read in reads:
+                name = read.id
+                if not HISTORY_NAMES.match(name):
+                    continue
+                if name in bound and name not in declared and (not ordered or bound[name] < _pos(read)) \
+                        and not (isinstance(read.ctx, ast.Store) and bound[name] == _pos(read)):
+                    continue  # its own variable, bound before (or a local of this function)
+                if name not in declared and any(kind == "function" and name in b for kind, b in enclosing):
+                    continue  # a closure over an enclosing function's variable
+                stable = not REBOUND_EACH_CELL.match(name)
+                at_top = isinstance(scope, ast.Module)
+                if stable and (name in earlier or (not at_top and name in anywhere)):
+                    continue  # the student's own In/Out, bound in a cell before (or anywhere, read from a function)
+                found.append((read.lineno, name))
+        kind = "function" if isinstance(scope, _FUNCTIONS + _COMPREHENSIONS) else "class"
+        inner = enclosing + ([(kind, set(bound))] if not isinstance(scope, ast.Module) else [])
+        for node in nodes:
+            if isinstance(node, _SCOPES):
+                visit(node, [e for e in inner if e[0] == "function"] if isinstance(node, _FUNCTIONS) else inner)
+
+    visit(tree, [])
+    return sorted(set(found))
 
 
 VALUE_TYPES = {"float", "int", "complex", "bool", "Tensor", "ndarray", "Parameter", "generic", "float64", "float32"}
@@ -201,18 +381,29 @@ def _introspection(node):
         return f"imports {names[0]}" if names else None
     if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in INTROSPECTION_MODULES:
         return f"imports from {node.module}"
+    if isinstance(node, ast.ImportFrom) and node.module == "__main__" \
+            and any(HISTORY_NAMES.match(a.name) for a in node.names):
+        return "imports IPython's history from __main__"
     if isinstance(node, ast.Attribute) and node.attr in INTROSPECTION_ATTRIBUTES:
         return f"uses .{node.attr}"
-    if isinstance(node, ast.Name) and HISTORY_NAMES.match(node.id):
-        return f"reads IPython's history ({node.id})"
-    # the same names as strings: getattr(sys, "_getframe"), __import__("inspect"), globals()["In"]
+    if isinstance(node, ast.Attribute) and HISTORY_NAMES.match(node.attr) and (
+            not REBOUND_EACH_CELL.match(node.attr) or _root_name(node) == "__main__"):
+        return f"reads IPython's history (.{node.attr})"  # __main__.In, sys.modules['__main__']._ih
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in MAGIC_CALLS and node.args \
+            and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).split(" ")[0] in HISTORY_MAGICS:
+        return f"runs IPython's %{node.args[0].value.split(' ')[0]} magic (it reads the input history)"
+    # the same names as strings: getattr(sys, "_getframe"), __import__("inspect"), globals()["In"],
+    # globals().get("_ih"), get_ipython().user_ns.get("In")
     args = []
+    namespace = lambda n: (isinstance(n, ast.Call) and getattr(n.func, "id", None) in ("globals", "vars", "locals")
+                           or getattr(n, "attr", None) in NAMESPACES)  # noqa: E731
     if isinstance(node, ast.Call) and (getattr(node.func, "id", None) in ("getattr", "hasattr", "__import__")
                                        or getattr(node.func, "attr", None) == "import_module"):
         args = node.args
-    elif isinstance(node, ast.Subscript) and (
-            isinstance(node.value, ast.Call) and getattr(node.value.func, "id", None) in ("globals", "vars", "locals")
-            or getattr(node.value, "attr", None) in ("user_ns", "user_global_ns", "__dict__")):
+    elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and namespace(node.func.value) \
+            and node.func.attr in ("get", "pop", "setdefault", "__getitem__"):
+        args = node.args[:1]
+    elif isinstance(node, ast.Subscript) and namespace(node.value):
         args = [node.slice]
     for arg in args:
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and (
@@ -238,7 +429,11 @@ def structure_flags(submitted_nb, source_nb):
     for cell in submitted_nb.cells:
         gid = nbgrader_meta(cell).get("grade_id")
         src = source_cells.get(gid)
-        if src is not None and nbgrader_meta(src).get("locked") and cell.source.strip() != src.source.strip() \
+        if src is not None and cell.cell_type != src.cell_type:
+            kind = "test cell" if nbgrader_meta(src).get("grade") and not nbgrader_meta(src).get("solution") else "cell"
+            flags.append(f"structure: {kind} {gid} was turned into a {cell.cell_type} cell (nbgrader restores it as "
+                         f"a {src.cell_type} cell and grades it)")
+        elif src is not None and nbgrader_meta(src).get("locked") and cell.source.strip() != src.source.strip() \
                 and "BEGIN HIDDEN TESTS" not in src.source:
             flags.append(f"structure: locked cell {gid} was edited (nbgrader restores it)")
         elif src is not None and "BEGIN HIDDEN TESTS" in src.source and not _same_visible(cell.source, src.source):

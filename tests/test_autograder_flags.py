@@ -121,3 +121,73 @@ def test_an_answer_that_a_test_cell_redefines_for_a_while_is_not_a_helper():
     submitted = _notebook(("answer", "def f():\n    return 1", {"solution": True}),
                           ("test_g", "def f():\n    return 1\nassert g() == 2", {"grade": True, "locked": True, "points": 1}))
     assert flag_submission(submitted, source) == []
+
+
+# ---------------------------------------------------------------- IPython's history: reads, not names
+
+@pytest.mark.parametrize("code", ["for _i in range(3):\n    print(_i)",
+                                  "total = sum(_i * 2 for _i in range(3))",
+                                  "xs = [_ii for _ii in range(3)]",
+                                  "def f(_i):\n    return _i + 1",
+                                  "def f():\n    _i = 0\n    while _i < 3:\n        _i += 1\n    return _i",
+                                  "def f():\n    for _i in range(3):\n        yield lambda: _i",
+                                  "_i = 0\n_i += 1\nprint(_i)",
+                                  "In = [1, 2]\nprint(In[-1])",
+                                  "class Counter:\n    def __init__(self):\n        self._i = 0\n"
+                                  "    def next(self):\n        self._i += 1\n        return self._i",
+                                  "import gc\ngc.collect()",
+                                  "import numpy as np\nx = eval('np.zeros(3)')",
+                                  "%time x = 1"])
+def test_a_history_name_the_student_binds_is_their_own_variable(code):
+    assert _flags(code) == []
+
+
+@pytest.mark.parametrize("code", ["print(_i)",
+                                  "print(_i5)",
+                                  "def f():\n    return _ih[-1]",
+                                  "def f():\n    for k in range(3):\n        pass\n    return _i",
+                                  "print(_i)\nfor _i in range(3):\n    pass",
+                                  "_i += 'x'",
+                                  "def f():\n    global _i\n    _i = 1\n    return _i",
+                                  "[In[-1] for _ in range(1)]",
+                                  "x = %history -n 1-100",
+                                  "%recall 3",
+                                  "get_ipython().run_line_magic('history', '')",
+                                  "import __main__\n__main__._ih[-1]",
+                                  "from __main__ import _ih",
+                                  "globals().get('_ih')",
+                                  "get_ipython().user_ns.get('In')",
+                                  "eval('In[-1]')",
+                                  "exec(\"import inspect\")",
+                                  "import gc\ngc.get_referents(1)"])
+def test_reading_the_history_is_flagged_however_it_is_written(code):
+    assert any(f.startswith("introspect:") for f in _flags(code)), _flags(code)
+
+
+def test_a_loop_variable_named_like_the_history_in_one_cell_does_not_hide_a_read_in_the_next():
+    assert code_flags(["for _i in range(3):\n    pass", "print(_i)"]) != []  # IPython set _i again
+    assert code_flags(["Out = []", "Out.append(1)\nprint(Out)"]) == []      # In/Out are set once: the student's
+
+
+def test_a_flag_from_code_in_a_string_says_where_it_came_from():
+    assert _flags("x = 1\neval('In[-1]')") == [
+        "introspect: line 1 reads IPython's history (In, where the hidden tests are) (in the code passed to eval "
+        "on line 2)"]
+
+
+@pytest.mark.parametrize("code", ["!cat ../../gradebook.db", "x = !ls /srv/solutions"])
+def test_shell_escapes_are_read_as_code(code):
+    assert any(f.startswith("reach:") for f in _flags(code)), _flags(code)
+
+
+@pytest.mark.parametrize("cell_type", ["markdown", "raw"])
+def test_a_test_cell_turned_into_markdown_is_flagged(cell_type):
+    submitted = _notebook(("answer", "def f():\n    return 1", {"solution": True}),
+                          ("test_f", "assert f() == 1\n", {"grade": True, "locked": True, "points": 1}))
+    assert flag_submission(submitted, SOURCE) == []
+    cell = submitted.cells[1]
+    cell.cell_type = cell_type
+    del cell["outputs"], cell["execution_count"]
+    assert flag_submission(submitted, SOURCE) == [
+        f"structure: test cell test_f was turned into a {cell_type} cell (nbgrader restores it as a code cell "
+        f"and grades it)"]
