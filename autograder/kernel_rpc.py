@@ -90,14 +90,34 @@ def encode(value, depth=0):
     return {"t": "handle", "id": _keep(value), "kind": type(value).__name__[:60]}
 
 
-def _mirror(args, kwargs):
-    """The tensor and array arguments after the call (the student's code may change them in place)."""
+def _arrays(args, kwargs):
+    """{position or keyword: (argument, a copy of its bytes)} for the tensor and array arguments."""
+    import numpy as np
+    torch = sys.modules.get("torch")
+    found = {}
+    for key, value in list(enumerate(args)) + list(kwargs.items()):
+        if torch is not None and type(value) is torch.Tensor:
+            found[str(key)] = (value, value.detach().cpu().clone())
+        elif type(value) is np.ndarray:
+            found[str(key)] = (value, value.copy())
+    return found
+
+
+def _changed(before):
+    """The tensor and array arguments the student's code changed in place, encoded (sent back to the test)."""
     import numpy as np
     torch = sys.modules.get("torch")
     out = {}
-    for key, value in list(enumerate(args)) + list(kwargs.items()):
-        if (torch is not None and type(value) is torch.Tensor) or type(value) is np.ndarray:
-            out[str(key)] = encode(value)
+    for key, (value, copy) in before.items():
+        if torch is not None and type(value) is torch.Tensor:
+            now = value.detach().cpu()
+            same = now.shape == copy.shape and now.dtype == copy.dtype and bool(torch.equal(now, copy) or (
+                now.is_floating_point() and torch.equal(torch.nan_to_num(now, 0.5), torch.nan_to_num(copy, 0.5))
+                and torch.equal(now.isnan(), copy.isnan())))
+        else:
+            same = value.shape == copy.shape and value.dtype == copy.dtype and value.tobytes() == copy.tobytes()
+        if not same:
+            out[key] = encode(value)
     return out
 
 
@@ -130,8 +150,9 @@ def serve(request, namespace):
             else:
                 obj = _table()[target]
                 if op == "call":
+                    before = _arrays(args, kwargs)
                     value = obj(*args, **kwargs)
-                    mirror = _mirror(args, kwargs)
+                    mirror = _changed(before)
                 elif op == "getattr":
                     value = getattr(obj, args[0])
                 elif op == "setattr":
