@@ -156,22 +156,48 @@ class LessonCode:
         given = GIVEN_CELLS.get(lesson, ())
         nb = load(SOLUTIONS / f"{lesson}.ipynb")
         code = [c for c in nb.cells if c.cell_type == "code" and c.get("id") != "colab-setup"]
-        setup = [code[0].source] + [c.source for c in code if c.source.startswith(tuple(given))] if given else [code[0].source]
+        # the import cell, the given cells above, and every cell tagged grader-setup, in notebook order
+        setup = [c.source for i, c in enumerate(code) if i == 0 or (given and c.source.startswith(tuple(given)))
+                 or "grader-setup" in c.metadata.get("tags", [])]
         self.setup = "\n".join(line for line in "\n".join(setup).splitlines() if not line.lstrip().startswith("%"))
+        self._setup_namespace = None
         self.answers = {grade_id(c): re.sub(r"[ \t]*### (BEGIN|END) SOLUTION\n", "", c.source)
                         for c in code if is_solution(c)}
         self.tests = {grade_id(c): c.source for c in code if is_test(c)}
+
+    def _answered(self, replacement):
+        """A fresh namespace: a copy of the set-up's (run once per LessonCode), every answer, then
+        `replacement` (redefining one answer)."""
+        import textwrap
+        if self._setup_namespace is None:
+            self._setup_namespace = {"__name__": "__lesson__"}
+            exec(self.setup, self._setup_namespace)
+        namespace = dict(self._setup_namespace)
+        for source in self.answers.values():
+            exec(source, namespace)
+        if replacement:
+            exec(textwrap.dedent(replacement), namespace)
+        return namespace
 
     def run_test_cell(self, test_id, replacement=None):
         """Run the set-up, every answer, then `replacement` (redefining one answer), then test cell `test_id`."""
         import contextlib
         import io
-        import textwrap
-        namespace = {"__name__": "__lesson__"}
         with contextlib.redirect_stdout(io.StringIO()):
-            exec(self.setup, namespace)
-            for source in self.answers.values():
-                exec(source, namespace)
-            if replacement:
-                exec(textwrap.dedent(replacement), namespace)
-            exec(self.tests[test_id], namespace)
+            exec(self.tests[test_id], self._answered(replacement))
+
+    def run_all_test_cells(self, replacement=None):
+        """{test_id: None if the cell passed, else the exception it raised}: every graded test cell,
+        in notebook order, in one namespace holding every answer with `replacement` in place."""
+        import contextlib
+        import io
+        verdicts = {}
+        with contextlib.redirect_stdout(io.StringIO()):
+            namespace = self._answered(replacement)
+            for test_id, source in self.tests.items():
+                try:
+                    exec(source, namespace)
+                    verdicts[test_id] = None
+                except Exception as failure:  # noqa: BLE001: a failing test cell is a verdict
+                    verdicts[test_id] = failure
+        return verdicts

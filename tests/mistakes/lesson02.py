@@ -10,6 +10,20 @@ LESSON = "02_bahdanau_attention"
 
 
 MISTAKES = {
+    # charged once (tests/test_mistakes.py checks that each mistake fails its own test cell only)
+    "attention_weights with the softmax over the queries": ("test_attention_weights", """
+        def attention_weights(scores, mask=None):
+            return torch.softmax(scores, dim=1)
+    """),
+    "attend that averages the encoder states": ("test_attend", """
+        def attend(query, encoder_states, mask, score):
+            return encoder_states.mean(1, keepdim=True).expand(-1, query.shape[1], -1), None
+    """),
+    "additive score that ignores the keys": ("test_additive_score", """
+        class AdditiveScore(AdditiveScore):
+            def forward(self, query, keys):
+                return self.W(query).sum(-1, keepdim=True).expand(-1, -1, keys.shape[1])
+    """),
     "additive score without tanh": ("test_additive_score", """
         class AdditiveScore(AdditiveScore):
             def forward(self, query, keys):
@@ -196,17 +210,6 @@ ALTERNATIVES = {
                 s = s.masked_fill(~mask, float("-inf"))
             w = torch.nan_to_num(torch.softmax(s, -1))
             return torch.einsum("bij,bjd->bid", w, encoder_states), w
-    """),
-    "charged once: a wrong attention_weights does not fail the attend test": ("test_attend", """
-        def attention_weights(scores, mask=None):
-            return torch.softmax(scores, dim=1)
-    """),
-    "charged once: a wrong attend and score do not fail the decoder test": ("test_bahdanau_decoder", """
-        def attend(query, encoder_states, mask, score):
-            return encoder_states.mean(1, keepdim=True), None
-        class AdditiveScore(AdditiveScore):
-            def forward(self, query, keys):
-                return self.W(query).sum(-1, keepdim=True).expand(-1, -1, keys.shape[1])
     """),
     "Bahdanau step that computes the attention inline": ("test_bahdanau_decoder", """
         class BahdanauDecoder(BahdanauDecoder):

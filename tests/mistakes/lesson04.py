@@ -28,15 +28,6 @@ ALTERNATIVES = {
             mask = (j[None, None, :] < lengths[:, None, None]).expand(len(lengths), max_len, max_len)
             return mask & (j[None, :, None] >= j[None, None, :]) if causal else mask
     """),
-    # a mistake in Exercise 1 is charged once: Exercises 2 and 4 still pass with a correct answer of their own
-    "attention_mask next to a wrong padding_mask": ("test_attention_mask", """
-        def padding_mask(lengths, max_len):
-            return torch.arange(max_len)[None, :] <= lengths[:, None]
-    """),
-    "to_mha_masks next to a wrong causal_mask": ("test_to_mha_masks", """
-        def causal_mask(length):
-            return torch.ones(length, length, dtype=torch.bool).triu()
-    """),
     "masked_attention with nan_to_num": ("test_masked_attention", """
         def masked_attention(q, k, v, mask=None):
             scores = torch.einsum("...qd,...kd->...qk", q, k) / q.shape[-1] ** 0.5
@@ -70,6 +61,15 @@ ALTERNATIVES = {
 
 
 MISTAKES = {
+    # charged once: Exercises 2 and 4 build on these two but grade them with reference masks
+    "padding_mask one key too long": ("test_masks", """
+        def padding_mask(lengths, max_len):
+            return torch.arange(max_len)[None, :] <= lengths[:, None]
+    """),
+    "causal_mask as the upper triangle": ("test_masks", """
+        def causal_mask(length):
+            return torch.ones(length, length, dtype=torch.bool).triu()
+    """),
     "padding_mask as 0/1 integers": ("test_masks", """
         def padding_mask(lengths, max_len):
             return (torch.arange(max_len)[None, :] < lengths[:, None]).long()

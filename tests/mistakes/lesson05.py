@@ -46,6 +46,12 @@ def _mha_with(old, new):
 
 
 MISTAKES = {
+    # charged once: the later exercises are graded with reference pieces
+    "split_heads reshaped straight to (B, H, L, d)": ("test_split_heads", """
+        def split_heads(x, num_heads):
+            B, L, D = x.shape
+            return x.reshape(B, num_heads, L, D // num_heads)
+    """),
     # split_heads / merge_heads
     "split without the transpose": ("test_split_heads", """
         def split_heads(x, num_heads):
@@ -203,14 +209,6 @@ ALTERNATIVES = {
             "out = (weights @ v).transpose(1, 2).reshape(B, Lq, D)",
             "out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask).nan_to_num(0.0)\n"
             "            out = out.transpose(1, 2).reshape(B, Lq, D)")),
-    # a mistake is charged once: a wrong split_heads / MultiHeadAttention does not cost the later exercises
-    "MultiHeadAttention next to a wrong split_heads": ("test_multi_head_attention", """
-        def split_heads(x, num_heads):
-            B, L, D = x.shape
-            return x.reshape(B, num_heads, L, D // num_heads)
-    """),
-    "load_from_torch next to a MultiHeadAttention without output projection": ("test_load_from_torch", _mha_with(
-        "return self.w_o(out), weights", "return out, weights")),
     "load_from_torch with state_dict slices": ("test_load_from_torch", """
         def load_from_torch(module, torch_mha):
             d = torch_mha.embed_dim

@@ -181,9 +181,9 @@ MISTAKES.update({
                 return x + self.pe[: x.shape[0], None, :]
     """),
 })
-# a mistake in Exercise 1 is charged once: a correct module next to a wrong encoding still passes
-ALTERNATIVES["module next to an encoding with sin and cos swapped"] = (
-    "test_positional_encoding_module", _pe("t / 10000 ** (2 * i / d_model)",
+# charged once: the module's test uses a reference encoding
+MISTAKES["encoding with sin and cos swapped"] = (
+    "test_sinusoidal", _pe("t / 10000 ** (2 * i / d_model)",
                                            fill="pe[:, 0::2], pe[:, 1::2] = torch.cos(angles), torch.sin(angles)"))
 
 
