@@ -16,9 +16,14 @@ Moodle (Grade administration > Import > CSV file) reads the columns of its own g
 export: `First name`, `Last name`, `ID number`, `Email address`, then one column per grade
 item. On import, map "ID number" to `useridnumber` (the nbgrader student id) or "Email
 address" to `useremail`, and each lesson column to its grade item.
+
+Both files are written by export.safe_writer: every field quoted, and a name or email that a
+spreadsheet would run as a formula (it begins with = + - @, a tab or a line break) starts
+with a single quote; the scores are plain numbers, which both importers read.
 """
-import csv
 from pathlib import Path
+
+from .export import safe_writer
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_COLUMNS = ["First name", "Last name", "ID number", "Email address"]
@@ -50,7 +55,7 @@ def _number(x):
 def write_canvas(path, lessons, points, rows):
     """A Canvas gradebook import CSV: Student, ID, SIS User ID, SIS Login ID, Section, one column per lesson."""
     with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
+        w = safe_writer(f)
         w.writerow(CANVAS_COLUMNS + lessons)
         w.writerow(["Points Possible", "", "", "", ""] + [_number(points[l]) for l in lessons])
         for student, got in rows:
@@ -63,7 +68,7 @@ def write_canvas(path, lessons, points, rows):
 def write_moodle(path, lessons, rows):
     """A Moodle grade-import CSV: First name, Last name, ID number, Email address, one column per lesson."""
     with open(path, "w", newline="", encoding="utf-8") as f:
-        w = csv.writer(f)
+        w = safe_writer(f)
         w.writerow(MOODLE_COLUMNS + lessons)
         for student, got in rows:
             w.writerow([student.first_name or "", student.last_name or "", student.id, student.email or ""]

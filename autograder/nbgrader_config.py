@@ -64,3 +64,8 @@ c.GenerateFeedback.preprocessors = [
 # displayed (or wrote in a Markdown cell) go through nbconvert's sanitizer
 # (bleach), and no <script>, JavaScript output or widget state is written.
 c.HTMLExporter.sanitize_html = True
+
+# Exports a spreadsheet opens safely: plain `nbgrader export` writes grades.csv
+# with every field quoted and formula starts (= + - @ tab CR LF) neutralised
+# (autograder/export.py), as `python -m autograder export` does.
+c.ExportApp.plugin_class = "autograder.export.CourseCsvExportPlugin"

@@ -75,5 +75,5 @@ def test_moodle_csv_has_moodle_export_columns_and_one_column_per_lesson(exported
 
 def test_a_name_with_a_comma_is_quoted_not_split(exported):
     canvas, moodle = exported
-    assert '"Ødegård, Bo, Jr.",,bo,bo,,2,0' in canvas.read_text(encoding="utf-8").splitlines()
-    assert '"Bo, Jr.",Ødegård,bo,,2,0' in moodle.read_text(encoding="utf-8").splitlines()
+    assert '"Ødegård, Bo, Jr.","","bo","bo","","2","0"' in canvas.read_text(encoding="utf-8").splitlines()
+    assert '"Bo, Jr.","Ødegård","bo","","2","0"' in moodle.read_text(encoding="utf-8").splitlines()

@@ -1,0 +1,157 @@
+"""`export`: grades.csv, summary.csv, summary.md, canvas.csv and moodle.csv, safe to open in a spreadsheet.
+
+Every CSV the course writes goes through safe_writer: every field quoted (csv.QUOTE_ALL), so a
+comma, a quote or a newline in a roster name never moves a column; and a text field that a
+spreadsheet would read as a formula (it begins with = + - @, a tab, a carriage return or a line
+feed: OWASP's CSV injection) starts with a single quote instead, so Excel, LibreOffice and
+Google Sheets show it as text. Numbers stay numbers: an int or a float, or a string that is
+a plain decimal number (`5`, `-0.5`, `1e-3`), is written as it is, so that Canvas and Moodle
+import the scores.
+
+CourseCsvExportPlugin is nbgrader's CsvExportPlugin (the same columns and rows) written that
+way; `python -m autograder export` uses it, and so does plain `nbgrader export` with the
+course's configuration (ExportApp.plugin_class), or with
+`--exporter=autograder.export.CourseCsvExportPlugin`.
+"""
+import csv
+import json
+import re
+from collections import defaultdict
+from pathlib import Path
+
+from nbgrader.api import MissingEntry
+from nbgrader.plugins import ExportPlugin
+
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
+PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+GRADES_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
+                  "raw_score", "late_submission_penalty", "score", "max_score"]
+
+
+def cell(value):
+    """One CSV field: numbers as they are; text that a spreadsheet would run as a formula starts with '."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, (int, float)):
+        return value
+    text = str(value)
+    if text.startswith(FORMULA_STARTS) and not PLAIN_NUMBER.fullmatch(text):
+        return "'" + text
+    return text
+
+
+class safe_writer:
+    """csv.writer with every field quoted and every field passed through cell()."""
+
+    def __init__(self, f):
+        self._w = csv.writer(f, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
+
+    def writerow(self, row):
+        self._w.writerow([cell(v) for v in row])
+
+    def writerows(self, rows):
+        for row in rows:
+            self.writerow(row)
+
+
+def write_csv(path, rows):
+    with open(path, "w", newline="", encoding="utf-8") as f:
+        safe_writer(f).writerows(rows)
+    return Path(path)
+
+
+class CourseCsvExportPlugin(ExportPlugin):
+    """nbgrader's grades CSV (CsvExportPlugin's columns and values), every field quoted and formula-safe."""
+
+    def export(self, gradebook):
+        dest = self.to or "grades.csv"
+        students = [str(s) for s in self.student]
+        assignments = [str(a) for a in self.assignment]
+        self.log.info("Exporting grades to %s", dest)
+        write_csv(dest, [GRADES_COLUMNS] + grade_rows(gradebook, assignments, students))
+
+
+def grade_rows(gradebook, assignments=(), students=()):
+    """CsvExportPlugin's rows (nbgrader 0.9): one per assignment and student, 0 for a missing submission."""
+    rows = []
+    for assignment in gradebook.assignments:
+        if assignments and assignment.name not in assignments:
+            continue
+        for student in gradebook.students:
+            if students and student.id not in students:
+                continue
+            try:
+                sub = gradebook.find_submission(assignment.name, student.id)
+            except MissingEntry:
+                timestamp, raw, penalty, score = "", 0.0, 0.0, 0.0
+            else:
+                timestamp, raw, penalty = sub.timestamp, sub.score, sub.late_submission_penalty
+                score = max(0.0, sub.score - penalty)
+            values = [assignment.name, assignment.duedate, timestamp, student.id, student.last_name,
+                      student.first_name, student.email, raw, penalty, score, assignment.max_score]
+            rows.append(["" if v is None else v if isinstance(v, (int, float)) else str(v) for v in values])
+    return rows
+
+
+def export(course_root, out_dir, log=print):
+    """grades.csv (nbgrader's columns) and summary.csv / summary.md (per question, flags) in out_dir,
+    plus canvas.csv and moodle.csv; returns (grades.csv, summary.md)."""
+    from nbgrader.api import Gradebook
+    from .lms import export_lms
+    out_dir = Path(out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with Gradebook(f"sqlite:///{Path(course_root).resolve() / 'gradebook.db'}") as gb:
+        CourseCsvExportPlugin(to=str(out_dir / "grades.csv")).export(gb)
+        export_lms(gb, out_dir, log)  # canvas.csv, moodle.csv
+        questions = _questions(gb)
+    flagged = _flagged(course_root)
+    write_csv(out_dir / "summary.csv", [
+        ["assignment", "notebook", "cell", "max_points", "submissions", "full_marks", "failed", "mean"]] + [
+        [q["assignment"], q["notebook"], q["cell"], q["max"], q["n"], q["full"], q["failed"], f"{q['mean']:.2f}"]
+        for q in questions])
+    from .collect import not_placed_summary  # files collect could not place, with the reason
+    (out_dir / "summary.md").write_text(_summary_md(questions, flagged) + "".join(
+        line + "\n" for line in not_placed_summary(course_root)))
+    log(f"wrote {out_dir / 'grades.csv'}, {out_dir / 'summary.csv'} and {out_dir / 'summary.md'}")
+    return out_dir / "grades.csv", out_dir / "summary.md"
+
+
+def _questions(gb):
+    from nbgrader.api import Grade
+    stats = []
+    for assignment in gb.assignments:
+        for notebook in assignment.notebooks:
+            for grade_cell in notebook.grade_cells:
+                scores = [g.score for g in gb.db.query(Grade).filter(Grade.cell_id == grade_cell.id)]
+                if not scores:  # a lesson nobody has submitted yet
+                    continue
+                stats.append(dict(assignment=assignment.name, notebook=notebook.name, cell=grade_cell.name,
+                                  max=grade_cell.max_score, n=len(scores),
+                                  full=sum(s >= grade_cell.max_score for s in scores),
+                                  failed=sum(s == 0 for s in scores),
+                                  mean=sum(scores) / len(scores) if scores else 0.0))
+    return sorted(stats, key=lambda q: (-q["failed"], q["assignment"], q["cell"]))
+
+
+def _flagged(course_root):
+    flagged = defaultdict(list)
+    for report in sorted(Path(course_root, "reports").glob("*/*.json")):
+        r = json.loads(report.read_text())
+        if r["flags"]:
+            flagged[(r["lesson"], r["student"])] = r["flags"]
+    return flagged
+
+
+def _summary_md(questions, flagged):
+    lines = ["# Grading summary", "", "## Questions, most failed first", "",
+             "| assignment | cell | points | submissions | full marks | zero | mean |", "|---|---|---|---|---|---|---|"]
+    lines += [f"| {q['assignment']} | {q['cell']} | {q['max']:g} | {q['n']} | {q['full']} | {q['failed']} | "
+              f"{q['mean']:.2f} |" for q in questions]
+    lines += ["", f"## Flagged for manual review ({len(flagged)})", ""]
+    for (lesson, student), flags in sorted(flagged.items()):
+        lines.append(f"- **{student}**, {lesson} (formgrader: /formgrader/manage_students/{student}/{lesson}; "
+                     f"notebook: autograded/{student}/{lesson}/{lesson}.ipynb):")
+        lines += [f"  - {f}" for f in flags]
+    return "\n".join(lines) + "\n"
