@@ -32,15 +32,19 @@ Every student found (and every roster row) is entered in the gradebook, so `expo
 row for them in every lesson; <course>/collect.json keeps what each run placed and why
 the rest was not placed, for `export`'s summary.
 """
+import contextlib
 import csv
 import hashlib
-import io
 import json
+import os
 import re
 import shutil
+import stat
 import struct
+import tempfile
 import unicodedata
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path, PurePosixPath
@@ -51,7 +55,11 @@ JUNK_FOLDERS = {"__MACOSX": "macOS archive metadata (__MACOSX/)",
 JUNK_FILES = {".ds_store": "macOS folder settings", "thumbs.db": "Windows thumbnail cache",
               "desktop.ini": "Windows folder settings"}
 MAX_NESTED_ZIP = 3                   # zips inside zips inside zips
-MAX_FILE_BYTES = 200 * 1024 * 1024   # a notebook bigger than this is not a submission
+MAX_FILE_BYTES = 100 * 2**20         # a notebook (or a zip inside the collection) bigger than this is not read
+MAX_ARCHIVE_BYTES = 2 * 2**30        # uncompressed bytes read out of one zip, the zips inside it included
+MAX_ENTRIES = 50_000                 # entries of one zip (the zips inside it included), or files of one folder
+MAX_DEPTH = 64                       # folders inside folders
+CHUNK = 1 << 20                      # bytes read at a time
 SAME_TIME = timedelta(seconds=2)     # zip times have a 2-second resolution
 DOS_EPOCH = datetime(1980, 1, 1)     # the time zip tools write when they know none
 MANIFEST = "collect.json"
@@ -69,12 +77,17 @@ class Collected:
 
 @dataclass
 class Entry:
-    """One file handed to collect: where it is in the collection, its bytes, its own time."""
+    """One file handed to collect: where it is in the collection, how to stream its bytes, its own time."""
     rel: PurePosixPath
-    read: object                # () -> bytes
+    open: object                # () -> a binary stream (a context manager); read it through _chunks
     time: datetime = None       # aware (UTC), or None when unknown
     time_source: str = ""
-    size: int = 0
+    size: int = 0               # as the folder or the zip declares it
+    budget: object = None       # the _Budget of the archive it comes from, or None for a file in a folder
+
+    @property
+    def shown(self):
+        return _shown(self.rel)
 
 
 def _nfc(text):
@@ -203,6 +216,61 @@ def _roster_match(text, identifying):
 
 
 # ---------------------------------------------------------------- reading folders and zips
+#
+# Nothing is followed or read that is not a regular file inside the tree being collected: a folder is
+# walked one component at a time from the root's file descriptor with O_NOFOLLOW, so a symbolic link
+# (to a file or a folder, inside the tree or out of it), a named pipe, a socket or a device is listed
+# as skipped with what it is, never opened. A file is opened with O_NOFOLLOW | O_NONBLOCK and must
+# still be the regular file the walk saw (same device and inode). Zip entries are streamed in 1 MB
+# chunks, never read whole: at most MAX_FILE_BYTES per entry, MAX_ARCHIVE_BYTES uncompressed and
+# MAX_ENTRIES entries per archive (the zips inside it count toward it), and symbolic-link entries are
+# refused; what is over a cap is listed with the reason.
+
+class TooLarge(OSError):
+    """A stream ran past its cap."""
+
+
+@dataclass
+class _Budget:
+    """What one archive (the zips inside it included) may still give: uncompressed bytes and entries."""
+    bytes: int = field(default_factory=lambda: MAX_ARCHIVE_BYTES)
+    entries: int = field(default_factory=lambda: MAX_ENTRIES)
+
+
+def _shown(text):
+    """A name as it can be printed and stored in JSON: bytes that are not UTF-8 as \\xNN, a newline as \\n."""
+    text = str(text).encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    return "".join(c if c.isprintable() or c == " " else repr(c)[1:-1] for c in text)
+
+
+def _odd(text):
+    return _shown(text) != str(text)
+
+
+def _chunks(entry, limit=MAX_FILE_BYTES):
+    """The entry's bytes in chunks; TooLarge past `limit` (or past its archive's budget)."""
+    seen = 0
+    with entry.open() as stream:
+        while True:
+            chunk = stream.read(CHUNK)
+            if not chunk:
+                return
+            seen += len(chunk)
+            if seen > limit:  # a zip entry never gives more than the size it declares (zipfile stops there)
+                raise TooLarge(f"more than {limit // 2**20} MB")
+            yield chunk
+
+
+def _read_small(entry, limit):
+    return b"".join(_chunks(entry, limit))
+
+
+def _digest(entry):
+    h = hashlib.sha256()
+    for chunk in _chunks(entry):
+        h.update(chunk)
+    return h.hexdigest()
+
 
 def _zip_name(info):
     """The entry's name: zips without the UTF-8 flag are read as cp437 by Python, but most tools wrote UTF-8."""
@@ -228,53 +296,168 @@ def _zip_time(info):
     return stamp.astimezone(timezone.utc), "zip entry time"
 
 
-def _entries_of_zip(data, prefix, depth, out, problems, name=None):
+def _zip_entry_count(fileobj):
+    """The number of entries a zip's end record declares, read before its directory is loaded (or None)."""
     try:
-        archive = zipfile.ZipFile(data)
-    except (zipfile.BadZipFile, OSError) as e:
-        problems.append((str(name or prefix), f"a .zip that cannot be read: {e}"))
+        record = zipfile._EndRecData(fileobj)  # noqa: SLF001: the standard library's own reader of that record
+    except OSError:
+        return None
+    return record[zipfile._ECD_ENTRIES_TOTAL] if record else None  # noqa: SLF001
+
+
+KINDS = [(stat.S_ISLNK, "a symbolic link"), (stat.S_ISFIFO, "a named pipe (fifo)"), (stat.S_ISSOCK, "a socket"),
+         (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"), (stat.S_ISDIR, "a folder")]
+
+
+def _kind(mode):
+    return next((what for test, what in KINDS if test(mode)), "not a regular file")
+
+
+def _entries_of_zip(fileobj, prefix, depth, out, problems, skipped, budget, stack, name=None):
+    label = _shown(name or prefix or "the zip")
+    count = _zip_entry_count(fileobj)
+    if count is not None and count > budget.entries:
+        problems.append((label, f"a zip of {count} entries, more than the {MAX_ENTRIES} collect reads from one "
+                                f"archive: not read (unzip it, or split it)"))
         return
-    with archive:
-        for info in archive.infolist():
-            if info.is_dir():
-                continue
-            parts = [p for p in PurePosixPath(_zip_name(info).replace("\\", "/")).parts if p not in ("", ".", "..", "/")]
-            rel = PurePosixPath(str(prefix), *parts) if str(prefix) else PurePosixPath(*parts)
-            time, how = _zip_time(info)
-            data = archive.read(info) if info.file_size <= MAX_FILE_BYTES else b""  # read now: the zip closes
-            read = (lambda data_=data: data_)
-            _add(Entry(rel, read, time, how, info.file_size), depth, out, problems)
+    try:
+        archive = stack.enter_context(zipfile.ZipFile(fileobj))
+    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as e:
+        problems.append((label, f"a .zip that cannot be read: {e}"))
+        return
+    for info in archive.infolist():
+        budget.entries -= 1
+        if info.is_dir():
+            continue
+        parts = [p for p in PurePosixPath(_zip_name(info).replace("\\", "/")).parts if p not in ("", ".", "..", "/")]
+        rel = PurePosixPath(str(prefix), *parts) if str(prefix) else PurePosixPath(*parts)
+        mode = info.external_attr >> 16
+        if info.create_system == 3 and stat.S_IFMT(mode) and not stat.S_ISREG(mode):  # made on Unix: a file type
+            skipped.append((_shown(rel), f"{_kind(mode)} in the zip: never followed or read"))
+            continue
+        if info.file_size > budget.bytes:
+            problems.append((_shown(rel), f"not read: its zip holds more than {MAX_ARCHIVE_BYTES // 2**20} MB "
+                                          f"uncompressed (unzip it and collect the folder)"))
+            continue
+        time, how = _zip_time(info)
+        budget.bytes -= min(info.file_size, MAX_FILE_BYTES + 1)  # what reading it may cost, counted before
+        entry = Entry(rel, (lambda info_=info: archive.open(info_)), time, how, info.file_size, budget)
+        _add(entry, depth, out, problems, skipped, stack)
 
 
-def _add(entry, depth, out, problems):
+def _add(entry, depth, out, problems, skipped, stack):
     """An entry, or the entries of a zip inside the collection (a nested zip's files sit under its name)."""
     if entry.rel.suffix.casefold() == ".zip" and not _junk(entry.rel):
         if depth >= MAX_NESTED_ZIP:
-            problems.append((str(entry.rel), f"a zip nested more than {MAX_NESTED_ZIP} deep: unzip it first"))
+            problems.append((entry.shown, f"a zip nested more than {MAX_NESTED_ZIP} deep: unzip it first"))
         elif entry.size > MAX_FILE_BYTES:
-            problems.append((str(entry.rel), f"a zip of {entry.size // 2**20} MB: unzip it first"))
+            problems.append((entry.shown, f"a zip of {entry.size // 2**20} MB (more than {MAX_FILE_BYTES // 2**20} "
+                                          f"MB): unzip it first"))
         else:
+            budget = entry.budget or _Budget()
+            copy = stack.enter_context(tempfile.TemporaryFile(prefix="collect-"))  # on disk: never whole in memory
+            try:
+                for chunk in _chunks(entry):
+                    copy.write(chunk)
+            except (OSError, zipfile.BadZipFile, EOFError, zlib.error) as e:
+                problems.append((entry.shown, f"a .zip that cannot be read: {e}"))
+                return
+            copy.seek(0)
             inside = entry.rel.with_suffix("")  # bob/work.zip holds bob/work/02_x.ipynb
-            _entries_of_zip(io.BytesIO(entry.read()), inside, depth + 1, out, problems, name=entry.rel)
+            _entries_of_zip(copy, inside, depth + 1, out, problems, skipped, budget, stack, name=entry.rel)
         return
     out.append(entry)
 
 
-def read_collection(source):
-    """([Entry], [(source, problem)]) for every file in a folder or zip, zips inside opened."""
+def _open_dir(root_fd, parts):
+    """A folder below the root, opened one component at a time, never through a symbolic link."""
+    fd = os.dup(root_fd)
+    try:
+        for part in parts:
+            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        return fd
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def _file_opener(root_fd, parts, seen):
+    """() -> the regular file `parts` below the root, as the walk saw it (never a link, a pipe or a device)."""
+    def open_():
+        folder = _open_dir(root_fd, parts[:-1])
+        try:
+            fd = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=folder)
+        finally:
+            os.close(folder)
+        now = os.fstat(fd)
+        if not stat.S_ISREG(now.st_mode) or (now.st_dev, now.st_ino) != (seen.st_dev, seen.st_ino):
+            os.close(fd)
+            raise OSError(f"it changed while collect read it: now {_kind(now.st_mode)}")
+        return os.fdopen(fd, "rb")
+    return open_
+
+
+def _walk(root_fd, parts, out, problems, skipped, stack, count):
+    """Every regular file below the root folder; everything else listed as skipped with what it is."""
+    if len(parts) > MAX_DEPTH:
+        problems.append((_shown(PurePosixPath(*parts)), f"folders nested more than {MAX_DEPTH} deep: not read"))
+        return
+    try:
+        fd = _open_dir(root_fd, parts)
+    except OSError as e:
+        problems.append((_shown(PurePosixPath(*parts)), f"a folder that cannot be opened: {e.strerror}"))
+        return
+    try:
+        kinds = []
+        for name in sorted(os.listdir(fd)):
+            try:
+                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                link = os.readlink(name, dir_fd=fd) if stat.S_ISLNK(st.st_mode) else None
+                kinds.append((name, st, link))
+            except OSError as e:
+                problems.append((_shown(PurePosixPath(*parts, name)), f"cannot be read: {e.strerror}"))
+    finally:
+        os.close(fd)
+    files = [k for k in kinds if stat.S_ISREG(k[1].st_mode)]
+    if len(files) > count[0]:
+        problems.append((_shown(PurePosixPath(*parts)) or ".", f"{len(files)} files in this folder not read: the "
+                                                              f"collection holds more than {MAX_ENTRIES} files"))
+        kinds = [k for k in kinds if not stat.S_ISREG(k[1].st_mode)]
+    for name, st, link in kinds:
+        rel = PurePosixPath(*parts, name)
+        if stat.S_ISDIR(st.st_mode):
+            _walk(root_fd, (*parts, name), out, problems, skipped, stack, count)
+        elif not stat.S_ISREG(st.st_mode):
+            target = f" (to {_shown(link)})" if link is not None else ""
+            skipped.append((_shown(rel), f"{_kind(st.st_mode)}{target}: never followed or read"))
+        else:
+            count[0] -= 1
+            entry = Entry(rel, _file_opener(root_fd, (*parts, name), st),
+                          datetime.fromtimestamp(st.st_mtime, timezone.utc), "file time", st.st_size)
+            if entry.rel.suffix.casefold() == ".zip" and not _junk(entry.rel):
+                _add(entry, 0, out, problems, skipped, stack)
+            else:
+                out.append(entry)
+
+
+def read_collection(source, stack=None):
+    """([Entry], [(source, problem)], [(source, why skipped)]) for every file in a folder or zip, zips inside
+    opened. Entries are read lazily: keep `stack` (a contextlib.ExitStack) open while they are used."""
     source = Path(source)
-    out, problems = [], []
+    stack = stack if stack is not None else contextlib.ExitStack()
+    out, problems, skipped = [], [], []
     if source.is_dir():
-        for path in sorted(p for p in source.rglob("*") if p.is_file()):
-            stat = path.stat()
-            rel = PurePosixPath(path.relative_to(source).as_posix())
-            _add(Entry(rel, path.read_bytes, datetime.fromtimestamp(stat.st_mtime, timezone.utc), "file time",
-                       stat.st_size), 0, out, problems)
+        root_fd = os.open(source, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+        stack.callback(os.close, root_fd)
+        _walk(root_fd, (), out, problems, skipped, stack, [MAX_ENTRIES])
     elif source.is_file() and zipfile.is_zipfile(source):
-        _entries_of_zip(source, PurePosixPath(""), 1, out, problems)
+        handle = stack.enter_context(open(source, "rb"))
+        _entries_of_zip(handle, PurePosixPath(""), 1, out, problems, skipped, _Budget(), stack, name=source.name)
     else:
         raise FileNotFoundError(f"collect: {source} is neither a folder nor a zip file")
-    return out, problems
+    return out, problems, skipped
 
 
 def _junk(rel):
@@ -316,17 +499,22 @@ class Candidate:
     stamp: str = None       # exchange timestamp (or nbgrader's timestamp.txt) as written, or None
     stamp_source: str = "exchange timestamp"
     student: str = None     # the id it is placed under
-    _data: bytes = None
+    _digest: str = None
+    error: str = None       # why its bytes could not be read (too large, a broken zip entry)
 
     @property
     def time(self):
         return _parse_stamp(self.stamp) if self.stamp else self.entry.time
 
     @property
-    def data(self):
-        if self._data is None:
-            self._data = self.entry.read()
-        return self._data
+    def digest(self):
+        """sha256 of its bytes, streamed (never whole in memory); None when they cannot be read (see error)."""
+        if self._digest is None and self.error is None:
+            try:
+                self._digest = _digest(self.entry)
+            except (OSError, zipfile.BadZipFile, EOFError, zlib.error) as e:
+                self.error = f"cannot be read: {e}"
+        return self._digest
 
 
 def _describe_time(c):
@@ -348,7 +536,7 @@ def _newer(a, b):
         same = "same time" if a.time and b.time else "time unknown"
         return win, lose, f"{same}; a later download: {number(win)}, against {number(lose)}"
     win, lose = sorted([a, b], key=lambda c: str(c.entry.rel))[::-1]
-    if a.data == b.data:
+    if a.digest is not None and a.digest == b.digest:
         return win, lose, "an identical copy"
     return win, lose, ("CANNOT TELL which is newer (same time, same download number): kept the one last "
                        "in name order; check by hand")
@@ -391,7 +579,8 @@ def _assign_ids(raw_names, taken):
             ids[raw] = f"{student_id(raw)}_{n}"
             used.add(f"{key}_{n}")
         if len(raws) > 1:
-            notes.append(f"student id collision: {', '.join(repr(r) for r in raws)} make the same student id "
+            quoted = ", ".join("'" + _shown(r) + "'" for r in raws)
+            notes.append(f"student id collision: {quoted} make the same student id "
                          f"(ignoring case); kept apart as {', '.join(ids[r] for r in raws)}: rename the folders "
                          f"or use --roster to choose the ids")
     return ids, notes
@@ -401,17 +590,27 @@ def _assign_ids(raw_names, taken):
 
 def collect(source, course_root, lessons, roster=None, log=print):
     """Place every submission under `source` (folder or .zip) into course_root/submitted/. Returns Collected."""
+    with contextlib.ExitStack() as stack:  # zips (and copies of the zips inside them) stay open until the end
+        return _collect(source, course_root, lessons, roster, log, stack)
+
+
+def _collect(source, course_root, lessons, roster, log, stack):
     roster_students = read_roster(roster) if roster else {}
-    entries, problems = read_collection(source)
+    entries, problems, skipped = read_collection(source, stack)
     course_root = Path(course_root)
-    out = Collected(problems=list(problems))
+    out = Collected(problems=list(problems), skipped=list(skipped))
     identifying = _identifying(roster_students)
     candidates = []
     lesson_names = {l.casefold() for l in lessons}
-    stamps = {e.rel.parent: e.read().decode("utf-8", "replace").strip() for e in entries  # nbgrader's own layout
-              if e.rel.name == "timestamp.txt" and e.rel.parent.name.casefold() in lesson_names and e.size < 1000}
+    stamps = {}
+    for e in entries:  # nbgrader's own layout: submitted/<student>/<lesson>/timestamp.txt
+        if e.rel.name == "timestamp.txt" and e.rel.parent.name.casefold() in lesson_names and e.size < 1000:
+            try:
+                stamps[e.rel.parent] = _read_small(e, 1000).decode("utf-8", "replace").strip()
+            except (OSError, zipfile.BadZipFile, EOFError, zlib.error):
+                pass
     for entry in sorted(entries, key=lambda e: str(e.rel)):
-        rel = str(entry.rel)
+        rel = entry.shown
         junk = _junk(entry.rel)
         exchange = _exchange(entry.rel)
         if junk:
@@ -423,11 +622,12 @@ def collect(source, course_root, lessons, roster=None, log=print):
         elif entry.rel.suffix.casefold() != ".ipynb":
             out.problems.append((rel, "not a notebook (.ipynb)"))
         elif entry.size > MAX_FILE_BYTES:
-            out.problems.append((rel, f"a notebook of {entry.size // 2**20} MB: larger than any submission"))
+            out.problems.append((rel, f"a notebook of {entry.size // 2**20} MB: larger than any submission "
+                                      f"(at most {MAX_FILE_BYTES // 2**20} MB are read)"))
         elif exchange:
             lesson, reason = match_lesson(entry.rel.name, lessons)
             if exchange[1] not in lessons or lesson != exchange[1]:
-                out.problems.append((rel, f"exchange folder names lesson {exchange[1]!r}, file is "
+                out.problems.append((rel, f"exchange folder names lesson '{_shown(exchange[1])}', file is "
                                           f"{lesson or 'no known lesson'}"))
                 continue
             candidates.append(Candidate(entry, _nfc(exchange[0]), lesson, stamp=exchange[2]))
@@ -437,7 +637,7 @@ def collect(source, course_root, lessons, roster=None, log=print):
     folders = _strip_wrappers([c for c in candidates if c.stamp is None], lessons)
     known = []
     for c in candidates:
-        rel = str(c.entry.rel)
+        rel = c.entry.shown
         if c.stamp is None:  # not from the exchange: find the student, then the lesson
             if roster_students:
                 texts = [*c.entry.rel.parts[:-1], c.entry.rel.name]
@@ -467,6 +667,11 @@ def collect(source, course_root, lessons, roster=None, log=print):
     out.collisions += collisions
     for c in known:
         c.student = c.student or ids[c.raw_student]
+        if c.raw_student and _odd(c.raw_student):
+            note = (f"the folder name '{_shown(c.raw_student)}' is not plain text (bytes that are not UTF-8, or a "
+                    f"line break): placed as student {c.student}")
+            if note not in out.notes:
+                out.notes.append(note)
     students = sorted(set(roster_students) | {c.student for c in known})
 
     chosen = {}
@@ -474,7 +679,7 @@ def collect(source, course_root, lessons, roster=None, log=print):
         if c.lesson is None:
             c.lesson, reason = match_lesson(c.entry.rel.name, lessons)
             if c.lesson is None:
-                out.problems.append((str(c.entry.rel), f"{reason}; student {c.student}"))
+                out.problems.append((c.entry.shown, f"{reason}; student {c.student}"))
                 continue
         previous = chosen.get((c.student, c.lesson))
         if previous is None:
@@ -482,12 +687,12 @@ def collect(source, course_root, lessons, roster=None, log=print):
             continue
         win, lose, why = _newer(previous, c)
         chosen[(c.student, c.lesson)] = win
-        out.problems.append((str(lose.entry.rel), f"older duplicate for {c.student}/{c.lesson}: kept "
-                                                  f"{win.entry.rel} ({why})"))
-        out.notes.append(f"{c.student}/{c.lesson}: kept {win.entry.rel} over {lose.entry.rel}: {why}")
+        out.problems.append((lose.entry.shown, f"older duplicate for {c.student}/{c.lesson}: kept "
+                                               f"{win.entry.shown} ({why})"))
+        out.notes.append(f"{c.student}/{c.lesson}: kept {win.entry.shown} over {lose.entry.shown}: {why}")
 
     manifest_path = course_root / MANIFEST
-    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    manifest = _load_manifest(manifest_path, out)
     placed_before = manifest.setdefault("placed", {})
     for (student, lesson), c in sorted(chosen.items()):
         _place(c, course_root, placed_before, source, out, log)
@@ -495,11 +700,12 @@ def collect(source, course_root, lessons, roster=None, log=print):
     out.students = students
     _register(course_root, students, roster_students)
     runs = manifest.setdefault("runs", {})
-    runs[str(Path(source).resolve())] = dict(
+    odd = {e.shown: os.fsencode(str(e.rel)).hex() for e in entries if _odd(e.rel)}
+    runs[_shown(Path(source).resolve())] = dict(
         placed=[list(p) for p in out.placed], problems=[list(p) for p in out.problems],
-        skipped=[list(p) for p in out.skipped], notes=out.notes, collisions=out.collisions, students=students)
-    manifest_path.parent.mkdir(parents=True, exist_ok=True)
-    manifest_path.write_text(json.dumps(manifest, indent=1, ensure_ascii=False))
+        skipped=[list(p) for p in out.skipped], notes=out.notes, collisions=out.collisions, students=students,
+        **({"raw_names": odd} if odd else {}))  # names that are not plain text: their exact bytes, in hex
+    write_atomic(manifest_path, json.dumps(manifest, indent=1, ensure_ascii=False).encode("utf-8"))
 
     for note in out.collisions + out.notes:
         log(f"NOTE {note}")
@@ -507,19 +713,79 @@ def collect(source, course_root, lessons, roster=None, log=print):
         log(f"skipped {rel}: {reason}")
     for rel, reason in out.problems:
         log(f"NOT PLACED {rel}: {reason}")
-    log(f"collect: {len(out.placed)} placed, {len(out.problems)} not placed, {len(out.skipped)} system files "
-        f"skipped, {len(students)} student(s) in the gradebook")
+    log(f"collect: {len(out.placed)} placed, {len(out.problems)} not placed, {len(out.skipped)} skipped (system "
+        f"files, links, pipes, devices), {len(students)} student(s) in the gradebook")
     return out
 
 
+def _load_manifest(path, out):
+    """collect.json, or {} when there is none; one that cannot be read is kept aside, never a reason to stop."""
+    try:
+        manifest = json.loads(path.read_bytes().decode("utf-8"))
+        if isinstance(manifest, dict):
+            return manifest
+        raise ValueError("not a JSON object")
+    except FileNotFoundError:
+        return {}
+    except (OSError, ValueError) as e:
+        aside = path.with_name(f"{path.name}.unreadable-{datetime.now(timezone.utc):%Y%m%dT%H%M%S}")
+        os.replace(path, aside)
+        out.notes.append(f"{path.name} could not be read ({type(e).__name__}: {str(e)[:100]}): kept as {aside.name}, "
+                         f"and a new one started (earlier runs' 'not placed' lists are in it)")
+        return {}
+
+
+def write_atomic(path, data, chunks=()):
+    """Write `data` (then each of `chunks`) to `path` so that a crash leaves the old file or the new one, whole.
+
+    A temporary file in the same folder is written, flushed to disk (fsync) and renamed over `path`
+    (os.replace is atomic on POSIX); the folder is synced so that the rename itself survives a crash.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            for chunk in chunks:
+                f.write(chunk)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    with contextlib.suppress(OSError):
+        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(folder)
+        finally:
+            os.close(folder)
+
+
+def _file_digest(path):
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(CHUNK), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
 def _place(c, course_root, placed_before, source, out, log):
-    """Write one chosen file to submitted/<student>/<lesson>/, unless the same or a newer copy is there."""
-    rel, key = str(c.entry.rel), f"{c.student}/{c.lesson}"
+    """Write one chosen file to submitted/<student>/<lesson>/, unless the same or a newer copy is there.
+
+    The copy is streamed to a temporary file and renamed over the old one: a crash leaves the old
+    submission or the new one, never neither."""
+    rel, key = c.entry.shown, f"{c.student}/{c.lesson}"
     folder = course_root / "submitted" / c.student / c.lesson
     target = folder / f"{c.lesson}.ipynb"
-    digest = hashlib.sha256(c.data).hexdigest()
+    digest = c.digest
+    if digest is None:
+        out.problems.append((rel, c.error))
+        return
     before = placed_before.get(key)
-    if target.exists() and hashlib.sha256(target.read_bytes()).hexdigest() == digest:
+    if target.exists() and _file_digest(target) == digest:
         out.placed.append((rel, c.student, c.lesson, str(target)))
         log(f"unchanged {rel} -> submitted/{key}/ (already there)")
         return
@@ -529,14 +795,23 @@ def _place(c, course_root, placed_before, source, out, log):
             out.problems.append((rel, f"older than the copy already in submitted/{key}/ "
                                       f"(from {before['source']}, {old:%Y-%m-%d %H:%M:%S} UTC)"))
             return
-    if folder.exists():
-        shutil.rmtree(folder)
-    folder.mkdir(parents=True)
-    target.write_bytes(c.data)
+    h = hashlib.sha256()
+    try:
+        write_atomic(target, b"", (h.update(chunk) or chunk for chunk in _chunks(c.entry)))
+    except (OSError, zipfile.BadZipFile, EOFError, zlib.error) as e:
+        out.problems.append((rel, f"cannot be read: {e}"))
+        return
     stamp = c.stamp or (f"{c.time:%Y-%m-%d %H:%M:%S.%f} UTC" if c.time else None)
     if stamp:
-        (folder / "timestamp.txt").write_text(stamp)
-    placed_before[key] = dict(source=f"{source}:{rel}", sha256=digest, time=c.time.isoformat() if c.time else None)
+        write_atomic(folder / "timestamp.txt", stamp.encode("utf-8"))
+    for other in folder.iterdir():  # what an earlier copy left beside it
+        if other.name not in (target.name, "timestamp.txt" if stamp else "") and not other.name.startswith("."):
+            if other.is_dir() and not other.is_symlink():
+                shutil.rmtree(other)
+            else:
+                other.unlink()
+    placed_before[key] = dict(source=f"{_shown(source)}:{rel}", sha256=h.hexdigest(),
+                              time=c.time.isoformat() if c.time else None)
     out.placed.append((rel, c.student, c.lesson, str(target)))
     log(f"placed {rel} -> submitted/{key}/" + (" (replacing a different copy)" if before else ""))
 
@@ -558,8 +833,12 @@ def not_placed_summary(course_root):
     path = Path(course_root) / MANIFEST
     if not path.exists():
         return []
-    runs = json.loads(path.read_text()).get("runs", {})
-    rows = [(source, rel, reason) for source, run in sorted(runs.items()) for rel, reason in run["problems"]]
+    try:
+        runs = json.loads(path.read_bytes().decode("utf-8")).get("runs", {})
+    except (OSError, ValueError, AttributeError) as e:
+        return ["", "## Files collect did not place", "",
+                f"- {MANIFEST} cannot be read ({type(e).__name__}): run `python -m autograder collect` again"]
+    rows = [(source, rel, reason) for source, run in sorted(runs.items()) for rel, reason, *_ in run["problems"]]
     notes = [note for run in runs.values() for note in run.get("collisions", [])]
     lines = ["", f"## Files collect did not place ({len(rows)})", ""]
     lines += [f"- `{rel}` (in {source}): {reason}" for source, rel, reason in rows] or ["- none"]

@@ -488,3 +488,197 @@ def test_the_command_exits_2_on_a_collision_or_a_file_not_placed_and_0_otherwise
     stray = _zip(tmp_path / "stray.zip", [("alice/notes.txt", "x")])
     assert [main(["collect", str(z), "--course", str(course)]) for z in (clean, collision, stray)] == [0, 2, 2]
     assert "NOTE student id collision: 'student_a', 'student a'" in capsys.readouterr().out
+
+
+# ---------------------------------------------------------------- files that are not what they seem
+
+def test_links_pipes_and_devices_are_never_followed_or_read_and_each_is_listed(tmp_path):
+    """An exchange submission that is a symbolic link into the course's solutions scores nothing and shows nothing."""
+    import os
+    solutions = tmp_path / "solutions"
+    solutions.mkdir()
+    (solutions / "01_seq2seq_bottleneck.ipynb").write_text(_nb("THE SOLUTIONS"))
+    inbound = tmp_path / "inbound"
+    alice = inbound / "alice+01_seq2seq_bottleneck+2024-01-01 10:00:00"
+    alice.mkdir(parents=True)
+    (alice / "01_seq2seq_bottleneck.ipynb").symlink_to(solutions / "01_seq2seq_bottleneck.ipynb")
+    (inbound / "bob+01_seq2seq_bottleneck+2024-01-01 10:00:00").symlink_to(solutions, target_is_directory=True)
+    carol = inbound / "carol+01_seq2seq_bottleneck+2024-01-01 10:00:00"
+    carol.mkdir()
+    (carol / "01_seq2seq_bottleneck.ipynb").write_text(_nb("carol's own"))
+    (carol / "02_bahdanau_attention.ipynb").symlink_to(carol / "01_seq2seq_bottleneck.ipynb")  # inside the tree
+    os.mkfifo(carol / "notes.ipynb")  # opening it would block collect forever
+    expected = [(f"alice+01_seq2seq_bottleneck+2024-01-01 10:00:00/01_seq2seq_bottleneck.ipynb",
+                 f"a symbolic link (to {solutions}/01_seq2seq_bottleneck.ipynb): never followed or read"),
+                (f"bob+01_seq2seq_bottleneck+2024-01-01 10:00:00", f"a symbolic link (to {solutions}): never "
+                                                                   f"followed or read"),
+                (f"carol+01_seq2seq_bottleneck+2024-01-01 10:00:00/02_bahdanau_attention.ipynb",
+                 f"a symbolic link (to {carol}/01_seq2seq_bottleneck.ipynb): never followed or read"),
+                (f"carol+01_seq2seq_bottleneck+2024-01-01 10:00:00/notes.ipynb",
+                 "a named pipe (fifo): never followed or read")]
+    try:
+        os.mknod(carol / "disk.ipynb", 0o600 | __import__("stat").S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers
+        expected.insert(2, (f"carol+01_seq2seq_bottleneck+2024-01-01 10:00:00/disk.ipynb",
+                            "a character device: never followed or read"))
+    except PermissionError:
+        pass  # not root: the device case is left out
+    course = tmp_path / "course"
+    got = collect(inbound, course, LESSONS, **quiet)
+    assert _pairs(got) == [("carol", "01_seq2seq_bottleneck")]
+    assert sorted(got.skipped) == sorted(expected)
+    assert got.problems == []
+    placed = "".join(p.read_text() for p in (course / "submitted").rglob("*.ipynb"))
+    assert "THE SOLUTIONS" not in placed and "carol's own" in placed
+
+
+def test_a_file_swapped_for_a_link_after_the_walk_is_not_read(tmp_path):
+    import contextlib
+    from autograder.collect import read_collection
+    src = _tree(tmp_path / "in", ["alice/01_seq2seq_bottleneck.ipynb"])
+    secret = tmp_path / "secret.ipynb"
+    secret.write_text("SECRET")
+    with contextlib.ExitStack() as stack:
+        (entry,), problems, skipped = read_collection(src, stack)
+        notebook = src / "alice/01_seq2seq_bottleneck.ipynb"
+        notebook.unlink()
+        notebook.symlink_to(secret)
+        with pytest.raises(OSError):
+            entry.open()
+        (src / "alice").rename(tmp_path / "elsewhere")
+        (src / "alice").symlink_to(tmp_path / "elsewhere", target_is_directory=True)
+        with pytest.raises(OSError):  # a folder on the way swapped for a link: not followed either
+            entry.open()
+
+
+def test_a_symbolic_link_stored_in_a_zip_is_refused(tmp_path):
+    bundle = tmp_path / "d.zip"
+    with zipfile.ZipFile(bundle, "w") as z:
+        link = zipfile.ZipInfo("alice/01_seq2seq_bottleneck.ipynb", date_time=(2024, 3, 1, 12, 0, 0))
+        link.create_system = 3
+        link.external_attr = (0o120777 << 16)  # S_IFLNK: the entry's text is the link's target
+        z.writestr(link, "../../../../course/source/01_seq2seq_bottleneck/01_seq2seq_bottleneck.ipynb")
+        z.writestr("bob/01_seq2seq_bottleneck.ipynb", _nb())
+    got = collect(bundle, tmp_path / "course", LESSONS, **quiet)
+    assert _pairs(got) == [("bob", "01_seq2seq_bottleneck")]
+    assert got.skipped == [("alice/01_seq2seq_bottleneck.ipynb", "a symbolic link in the zip: never followed or read")]
+
+
+def _zeros(z, name, megabytes):
+    with z.open(name, "w", force_zip64=True) as f:
+        for _ in range(megabytes):
+            f.write(bytes(1 << 20))
+
+
+def test_a_zip_of_zeros_is_streamed_in_bounded_memory_and_what_is_over_a_cap_is_listed(tmp_path):
+    import tracemalloc
+    inner = tmp_path / "inner.zip"
+    with zipfile.ZipFile(inner, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        _zeros(z, "02_bahdanau_attention.ipynb", 150)
+    bundle = tmp_path / "bomb.zip"
+    with zipfile.ZipFile(bundle, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        _zeros(z, "alice/01_seq2seq_bottleneck.ipynb", 150)
+        _zeros(z, "bob/01_seq2seq_bottleneck.ipynb", 90)
+        z.write(inner, "carol/work.zip")
+    assert bundle.stat().st_size < 2_500_000  # about 2 MB on disk, 390 MB inside
+    course = tmp_path / "course"
+    tracemalloc.start()
+    try:
+        got = collect(bundle, course, LESSONS, **quiet)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 40 * 2**20, f"collect held {peak / 2**20:.0f} MB at its peak"
+    assert _pairs(got) == [("bob", "01_seq2seq_bottleneck")]  # 90 MB: under the cap, streamed to disk
+    assert (course / "submitted/bob/01_seq2seq_bottleneck/01_seq2seq_bottleneck.ipynb").stat().st_size == 90 << 20
+    assert got.problems == [("alice/01_seq2seq_bottleneck.ipynb", "a notebook of 150 MB: larger than any "
+                                                                  "submission (at most 100 MB are read)"),
+                            ("carol/work/02_bahdanau_attention.ipynb", "a notebook of 150 MB: larger than any "
+                                                                       "submission (at most 100 MB are read)")]
+
+
+def test_caps_on_an_archive_s_entries_and_uncompressed_bytes_list_what_they_leave_out(tmp_path, monkeypatch):
+    from autograder import collect as module
+    many = _zip(tmp_path / "many.zip", [(f"s{i}/01_seq2seq_bottleneck.ipynb", _nb()) for i in range(12)])
+    monkeypatch.setattr(module, "MAX_ENTRIES", 10)
+    got = collect(many, tmp_path / "course", LESSONS, **quiet)
+    assert got.placed == [] and got.problems == [
+        ("many.zip", "a zip of 12 entries, more than the 10 collect reads from one archive: not read (unzip it, "
+                     "or split it)")]
+    monkeypatch.setattr(module, "MAX_ENTRIES", 50_000)
+    monkeypatch.setattr(module, "MAX_ARCHIVE_BYTES", 2 << 20)
+    big = tmp_path / "big.zip"
+    with zipfile.ZipFile(big, "w", zipfile.ZIP_DEFLATED) as z:
+        for student in ("ann", "ben", "cid"):
+            _zeros(z, f"{student}/01_seq2seq_bottleneck.ipynb", 1)
+    got = collect(big, tmp_path / "course", LESSONS, **quiet)
+    assert _pairs(got) == [("ann", "01_seq2seq_bottleneck"), ("ben", "01_seq2seq_bottleneck")]
+    assert got.problems == [("cid/01_seq2seq_bottleneck.ipynb", "not read: its zip holds more than 2 MB uncompressed "
+                                                                "(unzip it and collect the folder)")]
+
+
+# ---------------------------------------------------------------- odd names and state that survives a crash
+
+def test_names_that_are_not_utf8_hold_a_newline_or_differ_only_in_case_are_placed_or_listed(tmp_path):
+    import os
+    src = tmp_path / "in"
+    src.mkdir()
+    for raw in (b"caf\xe9", b"line\nbreak", b"Bob", b"bob"):
+        os.makedirs(os.path.join(os.fsencode(src), raw))
+        with open(os.path.join(os.fsencode(src), raw, b"01_seq2seq_bottleneck.ipynb"), "w") as f:
+            f.write(_nb(raw.decode("latin-1")))
+    with open(os.path.join(os.fsencode(src), b"Bob", b"notes\xff.txt"), "w") as f:
+        f.write("x")
+    course = tmp_path / "course"
+    lines = []
+    got = collect(src, course, LESSONS, log=lines.append)
+    assert _pairs(got) == [("Bob", "01_seq2seq_bottleneck"), ("bob_2", "01_seq2seq_bottleneck"),
+                           ("caf", "01_seq2seq_bottleneck"), ("line_break", "01_seq2seq_bottleneck")]
+    assert got.problems == [("Bob/notes\\xff.txt", "not a notebook (.ipynb)")]
+    assert "'Bob', 'bob' make the same student id" in got.collisions[0]
+    assert "the folder name 'caf\\xe9' is not plain text (bytes that are not UTF-8, or a line break): placed as " \
+           "student caf" in got.notes
+    assert "the folder name 'line\\nbreak' is not plain text (bytes that are not UTF-8, or a line break): placed " \
+           "as student line_break" in got.notes
+    "\n".join(lines).encode("utf-8")  # every line printable
+    run = next(iter(json.loads((course / "collect.json").read_text(encoding="utf-8"))["runs"].values()))
+    assert run["raw_names"] == {"caf\\xe9/01_seq2seq_bottleneck.ipynb": b"caf\xe9/01_seq2seq_bottleneck.ipynb".hex(),
+                                "line\\nbreak/01_seq2seq_bottleneck.ipynb": b"line\nbreak/01_seq2seq_bottleneck.ipynb".hex(),
+                                "Bob/notes\\xff.txt": b"Bob/notes\xff.txt".hex()}
+    assert collect(src, course, LESSONS, **quiet) == got  # and again: nothing changes
+
+
+def test_a_crash_while_writing_collect_json_leaves_the_old_one_and_the_next_collect_and_export_work(tmp_path,
+                                                                                                   monkeypatch):
+    import os
+    from autograder import collect as module
+    from autograder.export import export
+    course = tmp_path / "course"
+    collect(_zip(tmp_path / "one.zip", [("alice/01_seq2seq_bottleneck.ipynb", _nb())]), course, LESSONS, **quiet)
+    before = (course / "collect.json").read_bytes()
+
+    def full_disk(fd):
+        raise OSError(28, "No space left on device")
+
+    two = _zip(tmp_path / "two.zip", [("bob/01_seq2seq_bottleneck.ipynb", _nb()), ("bob/x.txt", "x")])
+    monkeypatch.setattr(module.os, "fsync", full_disk)
+    with pytest.raises(OSError, match="No space left"):
+        collect(two, course, LESSONS, **quiet)
+    monkeypatch.undo()
+    assert (course / "collect.json").read_bytes() == before
+    assert sorted(p.name for p in course.iterdir() if p.name.startswith(".")) == []  # no partial file left
+    assert not list((course / "submitted").rglob(".*partial"))
+    got = collect(two, course, LESSONS, **quiet)
+    assert _pairs(got) == [("bob", "01_seq2seq_bottleneck")]
+    assert len(json.loads((course / "collect.json").read_text())["runs"]) == 2
+    _, summary = export(course, tmp_path / "export", **quiet)
+    assert "`bob/x.txt`" in summary.read_text()
+
+
+def test_an_unreadable_collect_json_is_kept_aside_and_collect_goes_on(tmp_path):
+    course = tmp_path / "course"
+    (course / "collect.json").write_text("")  # what an older collect left when it crashed mid-write
+    got = collect(_zip(tmp_path / "d.zip", [("alice/01_seq2seq_bottleneck.ipynb", _nb())]), course, LESSONS, **quiet)
+    assert _pairs(got) == [("alice", "01_seq2seq_bottleneck")]
+    aside = [p.name for p in course.glob("collect.json.unreadable-*")]
+    assert len(aside) == 1 and any(aside[0] in note for note in got.notes)
+    assert json.loads((course / "collect.json").read_text())["placed"]
