@@ -46,7 +46,7 @@ import nbformat
 from .course import REPO, SOLUTIONS, load_config
 from .flags import flag_submission
 from .restore import restore
-from . import integrity, sandbox, zygote
+from . import integrity, sandbox, verdicts, zygote
 
 RUNTIME_FLAGS = ("the kernel died", "the notebook ran past")  # events that cost points the tests cannot judge
 HANG = "hang:"  # events of a kernel that stopped answering (see work_retrying_a_hang)
@@ -118,7 +118,7 @@ def sandbox_settings(course_root, limits):
 
 def _execute_class():
     from nbclient.exceptions import CellTimeoutError, DeadKernelError
-    from nbclient.util import run_sync
+    from jupyter_core.utils import run_sync
     from nbformat.v4 import new_output
     from traitlets import Bool, Integer
     from nbgrader.preprocessors import Execute
@@ -138,10 +138,33 @@ def _execute_class():
         check_timeout = Integer(30, help="seconds to wait for the integrity check's answer").tag(config=True)
 
         def preprocess(self, nb, resources=None, km=None):
-            self._watch = integrity.Watch(_lesson_notebook(self.config, resources, "source"))
+            source = _lesson_notebook(self.config, resources, "source")
+            if source is None:
+                raise ValueError("the lesson's source notebook was not found: its tests cannot run")
+            self._watch = integrity.Watch(source)
+            self._tests, self._runner = verdicts.LessonTests(source), None
             self._integrity_off = not self.integrity_check
             self._reported = set()
             return super().preprocess(nb, resources, km)
+
+        def _run_test_here(self, cell, index):
+            """A test cell's verdict, decided in this process (verdicts.py): the kernel never sees the test."""
+            if self._runner is None:
+                transport = verdicts.kernel_transport(
+                    self.kc, run_sync(self.kc.shell_channel.get_msg), deadline=lambda: self._test_deadline,
+                    on_timeout=run_sync(self.km.interrupt_kernel), is_alive=run_sync(self.km.is_alive))
+                self._runner = self._tests.runner(verdicts.Session(transport))
+            self._test_deadline = time.monotonic() + (self.timeout or 60)
+            try:
+                stdout, error = self._runner.run(_grade_id(cell))
+            except verdicts.GraderSideError as e:
+                stdout, error = "", e
+                _event(f"verdicts: the grader could not run test cell {_grade_id(cell)}: {e}")
+            if isinstance(error, TimeoutError):
+                _event(f"cell {index} timed out: the student's code ran past the cell's limit during its test")
+            cell.outputs = verdicts.outputs_for(stdout, error)
+            cell.execution_count = None
+            return cell
 
         def _ask(self, mode):
             nonce, expression = self._watch.request(mode)
@@ -166,7 +189,10 @@ def _execute_class():
                 except Exception as e:  # noqa: BLE001: the grader's problem, never the student's score
                     self._integrity_off = True
                     _event(f"integrity: not checked: the grader's check could not start ({e})")
-            cell, resources = super().preprocess_cell(cell, resources, index)
+            if _is_test(cell) and _grade_id(cell) in self._tests.tests:
+                cell = self._run_test_here(cell, index)
+            else:
+                cell, resources = super().preprocess_cell(cell, resources, index)
             if _is_test(cell) and not self._integrity_off and self._watch.baseline is not None:
                 try:
                     changes = self._watch.changes(self._ask("check"))
@@ -362,6 +388,38 @@ def _restore_class():
 
 
 RestoreCellMetadata = _restore_class()
+
+
+def _strip_class():
+    from nbgrader.preprocessors import NbGraderPreprocessor
+
+    class StripHiddenTests(NbGraderPreprocessor):
+        """Remove the hidden tests from the notebook that is written beside the kernel (after OverwriteCells).
+
+        nbgrader's autograde writes the sanitized notebook, test cells restored from the source,
+        into the folder the kernel runs in. The tests now run on the grader's side from the source
+        notebook (verdicts.py), so the notebook on disk keeps only what the student was given: no file
+        the kernel can open holds a hidden test. Only graded test cells are touched (their source is
+        the instructor's); a student's own cell that merely contains the delimiters stays as it is.
+        """
+
+        def preprocess_cell(self, cell, resources, index):
+            if _is_test(cell):
+                kept, hidden = [], False
+                for line in cell.source.split("\n"):
+                    if "BEGIN HIDDEN TESTS" in line:
+                        hidden = True
+                    elif "END HIDDEN TESTS" in line:
+                        hidden = False
+                    elif not hidden:
+                        kept.append(line)
+                cell.source = "\n".join(kept).rstrip("\n")
+            return cell, resources
+
+    return StripHiddenTests
+
+
+StripHiddenTests = _strip_class()
 
 
 def _deduplicate_class():

@@ -38,18 +38,24 @@ c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput", "autograder.grading.RestoreCellMetadata",
     "autograder.grading.DeduplicateIds", "nbgrader.preprocessors.OverwriteKernelspec",
-    "nbgrader.preprocessors.OverwriteCells", "nbgrader.preprocessors.CheckCellMetadata"]
+    "nbgrader.preprocessors.OverwriteCells", "autograder.grading.StripHiddenTests",
+    "nbgrader.preprocessors.CheckCellMetadata"]
 c.Autograde.autograde_preprocessors = [
     "autograder.grading.GradingExecute", "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor", "autograder.grading.TestCellOutcome",
     "nbgrader.preprocessors.LimitOutput", "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties", "nbgrader.preprocessors.CheckCellMetadata"]
 
-# Feedback never shows the hidden tests, whether it is made by `python -m
-# autograder feedback` or by plain `nbgrader generate_feedback` with this file:
-# nbgrader's autograde puts them back into the graded notebook, and its own
-# feedback would print them. HideHiddenTests (autograder/feedback.py) removes
-# them, their tracebacks and any copy of their lines in outputs.
+# Feedback shows no hidden test and runs nothing in the reader's browser, whether
+# it is made by `python -m autograder feedback` or by plain `nbgrader
+# generate_feedback` with this file (autograder/feedback.py):
+# - HideHiddenTests shows, for an ordinary code cell, the outputs the student
+#   submitted (never what the grader's run printed: code after a test cell can
+#   read the executed hidden tests), and for a test cell only passed/failed with
+#   the error's name and at most 300 characters of its message;
+# - SafeFeedbackExporter sanitises the final HTML with an allow-list (tags,
+#   attributes, http/https/mailto links, base64 PNG/JPEG/GIF images) and gives
+#   the page a Content-Security-Policy that allows no script.
 import sys as _sys  # noqa: E402
 from pathlib import Path as _Path  # noqa: E402
 _repo = str(_Path(__file__).resolve().parent.parent)  # noqa: F821  (set by traitlets)
@@ -60,10 +66,8 @@ c.GenerateFeedback.preprocessors = [
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
-# Feedback pages are safe to open: HTML, Markdown and SVG that student code
-# displayed (or wrote in a Markdown cell) go through nbconvert's sanitizer
-# (bleach), and no <script>, JavaScript output or widget state is written.
-c.HTMLExporter.sanitize_html = True
+c.GenerateFeedback.exporter_class = "autograder.feedback.SafeFeedbackExporter"
+c.HTMLExporter.sanitize_html = True  # nbconvert's own pass on outputs too; the page's sanitiser is the guarantee
 
 # Exports a spreadsheet opens safely: plain `nbgrader export` writes grades.csv
 # with every field quoted and formula starts (= + - @ tab CR LF) neutralised

@@ -365,29 +365,29 @@ def outputs_for(stdout, error):
 
 # ------------------------------------------------------------------ asking a Jupyter kernel
 
-def kernel_transport(kc, deadline, on_timeout=None, is_alive=None):
+def kernel_transport(kc, get_shell_msg, deadline, on_timeout=None, is_alive=None):
     """A transport over a jupyter KernelClient: one silent execute per request.
 
-    deadline(): the monotonic time by which the answer must come (the cell's timeout); past it,
-    `on_timeout()` (interrupt the kernel) is called and TimeoutError raised.
+    get_shell_msg(timeout): the next shell message (raises queue.Empty); deadline(): the monotonic
+    time by which the answer must come (the cell's timeout); past it, `on_timeout()` (interrupt
+    the kernel) is called and TimeoutError raised; `is_alive()` False raises DeadKernelError.
     """
     from queue import Empty
 
     def transport(payload):
         msg_id = kc.execute(kernel_code(payload), silent=True, store_history=False,
                             user_expressions={"answer": ANSWER_EXPRESSION}, allow_stdin=False, stop_on_error=False)
-        limit = deadline()
-        interrupted = False
+        limit, interrupted = deadline(), False
         while True:
             try:
-                msg = kc.get_shell_msg(timeout=0.1)
+                msg = get_shell_msg(timeout=0.1)
             except Empty:
                 if is_alive is not None and not is_alive():
                     from nbclient.exceptions import DeadKernelError
                     raise DeadKernelError("the kernel died while the student's code ran") from None
                 if time.monotonic() > limit:
                     if interrupted:
-                        raise TimeoutError("your code did not finish within the cell's time limit")
+                        raise TimeoutError("your code did not finish within the cell's time limit") from None
                     interrupted = True
                     if on_timeout is not None:
                         on_timeout()
@@ -397,15 +397,14 @@ def kernel_transport(kc, deadline, on_timeout=None, is_alive=None):
                 continue
             if interrupted:
                 raise TimeoutError("your code did not finish within the cell's time limit")
-            content = msg.get("content", {})
-            found = content.get("user_expressions", {}).get("answer", {})
+            found = msg.get("content", {}).get("user_expressions", {}).get("answer", {})
             text = found.get("data", {}).get("text/plain") if found.get("status") == "ok" else None
-            if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS + 16:
-                return json.dumps({"ok": False, "error": "Exception"})
-            try:
-                answer = ast.literal_eval(text)
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                answer = None
+            answer = None
+            if isinstance(text, str) and len(text) <= MAX_ANSWER_CHARS + 16:
+                try:
+                    answer = ast.literal_eval(text)
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    pass
             return answer if isinstance(answer, str) else json.dumps({"ok": False, "error": "Exception"})
 
     return transport
