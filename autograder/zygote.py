@@ -34,8 +34,9 @@ REPO = Path(__file__).resolve().parent.parent
 TARGET = "autograder.grading:main"  # what a worker runs: main(Path(job_file))
 # What a grading worker imports (found by comparing sys.modules before and after a job): nbgrader,
 # and, through jupyter_client's kernel spec lookup and nbgrader's gradebook, IPython, ipykernel and sqlite
+# and, for the test cells it runs on its own side (verdicts.py), torch, course_utils and cloudpickle
 PRELOAD = ["autograder.grading", "nbgrader.apps", "nbgrader.coursedir", "IPython", "IPython.core.debugger",
-           "ipykernel.kernelspec", "sqlite3", "sqlalchemy.dialects.sqlite"]
+           "ipykernel.kernelspec", "sqlite3", "sqlalchemy.dialects.sqlite", "torch", "course_utils", "cloudpickle"]
 _IDLE, _LOCK = [], threading.Lock()
 
 
