@@ -131,6 +131,34 @@ MISTAKES = {
                 h = F.relu(self.linear1(x))
                 return self.linear2(h + h.mean(dim=1, keepdim=True))
     """),
+    "feed-forward with GELU instead of ReLU": ("test_feed_forward", """
+        class FeedForward(nn.Module):
+            def __init__(self, d_model, d_ff):
+                super().__init__()
+                self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+            def forward(self, x):
+                return self.linear2(F.gelu(self.linear1(x)))
+    """),
+    "feed-forward computed under torch.no_grad (no gradient reaches its weights)": ("test_feed_forward", """
+        class FeedForward(nn.Module):
+            def __init__(self, d_model, d_ff):
+                super().__init__()
+                self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+            def forward(self, x):
+                with torch.no_grad():
+                    return self.linear2(F.relu(self.linear1(x)))
+    """),
+    "feed-forward with other attribute names": ("test_feed_forward", """
+        class FeedForward(nn.Module):
+            def __init__(self, d_model, d_ff):
+                super().__init__()
+                self.fc1, self.fc2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+            def forward(self, x):
+                return self.fc2(F.relu(self.fc1(x)))
+    """),
     # EncoderBlock
     "residual added after the norm (post-LN)": ("test_encoder_block", _swap(_swap(
         _ENCODER_BLOCK, "h = self.norm1(x)\n            x = x + self.self_attn(h, h, mask)[0]",
@@ -144,6 +172,10 @@ MISTAKES = {
         _ENCODER_BLOCK, "return x + self.ffn(self.norm2(x))", "return x + self.ffn(self.norm1(x))")),
     "mask not passed to the attention": ("test_encoder_block", _swap(
         _ENCODER_BLOCK, "self.self_attn(h, h, mask)", "self.self_attn(h, h)")),
+    "in-place residual add that breaks the backward pass": ("test_encoder_block", _swap(
+        _ENCODER_BLOCK, "return x + self.ffn(self.norm2(x))", "x += self.ffn(self.norm2(x))\n            return x")),
+    "attention weights added to the stream instead of its output": ("test_encoder_block", _swap(
+        _ENCODER_BLOCK, "x = x + self.self_attn(h, h, mask)[0]", "x = x + self.self_attn(h, h, mask)[1].mean(1) @ h")),
     # DecoderBlock
     "cross-attention keys and values from the decoder": ("test_decoder_block", _swap(
         _DECODER_BLOCK, "self.cross_attn(self.norm2(y), memory, memory_mask)",
@@ -158,6 +190,19 @@ MISTAKES = {
         "self.cross_attn(self.norm2(y), self.norm2(memory), memory_mask)")),
     "decoder self-attention without its mask": ("test_decoder_block", _swap(
         _DECODER_BLOCK, "self.self_attn(h, h, self_mask)", "self.self_attn(h, h)")),
+    "self_mask and memory_mask swapped": ("test_decoder_block", _swap(_swap(
+        _DECODER_BLOCK, "self.self_attn(h, h, self_mask)", "self.self_attn(h, h, memory_mask)"),
+        "self.cross_attn(self.norm2(y), memory, memory_mask)", "self.cross_attn(self.norm2(y), memory, self_mask)")),
+    "cross-attention before self-attention": ("test_decoder_block", _swap(
+        _DECODER_BLOCK, """            h = self.norm1(y)
+            y = y + self.self_attn(h, h, self_mask)[0]
+            y = y + self.cross_attn(self.norm2(y), memory, memory_mask)[0]
+""", """            y = y + self.cross_attn(self.norm2(y), memory, memory_mask)[0]
+            h = self.norm1(y)
+            y = y + self.self_attn(h, h, self_mask)[0]
+""")),
+    "in-place residual add in the decoder block": ("test_decoder_block", _swap(
+        _DECODER_BLOCK, "return y + self.ffn(self.norm3(y))", "y += self.ffn(self.norm3(y))\n            return y")),
     "decoder block post-LN": ("test_decoder_block", _swap(_swap(_swap(
         _DECODER_BLOCK, "h = self.norm1(y)\n            y = y + self.self_attn(h, h, self_mask)[0]",
         "y = self.norm1(y + self.self_attn(y, y, self_mask)[0])"),
@@ -181,6 +226,26 @@ MISTAKES = {
         _TRANSFORMER, "y = self.embed(tgt_in) + self.position(positions)", "y = self.embed(tgt_in)")),
     "decoder reads the raw embeddings, not the encoder's output": ("test_transformer", _swap(
         _TRANSFORMER, "y = block(y, memory, causal, src_mask)", "y = block(y, self.embed(tgt_in) * 0, causal)")),
+    "decoder causal mask that also hides each position from itself": ("test_transformer", _swap(
+        _TRANSFORMER, "causal = torch.ones(len(positions), len(positions), dtype=torch.bool).tril()",
+        "causal = torch.ones(len(positions), len(positions), dtype=torch.bool).tril(diagonal=-1)")),
+    "encoder_norm left out": ("test_transformer", _swap(
+        _TRANSFORMER, "return self.encoder_norm(x), src_mask", "return x, src_mask")),
+    "decoder_norm left out": ("test_transformer", _swap(
+        _TRANSFORMER, "return self.out(self.decoder_norm(y))", "return self.out(y)")),
+    "one encoder block object repeated": ("test_transformer", _swap(
+        _TRANSFORMER, "nn.ModuleList(EncoderBlock(d_model, num_heads, d_ff) for _ in range(num_layers))",
+        "nn.ModuleList([EncoderBlock(d_model, num_heads, d_ff)] * num_layers)")),
+    "one decoder block object repeated": ("test_transformer", _swap(
+        _TRANSFORMER, "nn.ModuleList(DecoderBlock(d_model, num_heads, d_ff) for _ in range(num_layers))",
+        "nn.ModuleList([DecoderBlock(d_model, num_heads, d_ff)] * num_layers)")),
+    "memory taken before the last encoder block": ("test_transformer", _swap(
+        _TRANSFORMER, "for block in self.encoder_blocks:\n                x = block(x, src_mask)",
+        "for block in self.encoder_blocks[:-1]:\n                x = block(x, src_mask)")),
+    "decoder output detached (no gradient reaches the encoder)": ("test_transformer", _swap(
+        _TRANSFORMER, "return self.decode(tgt_in, *self.encode(src, src_lengths))",
+        "memory, src_mask = self.encode(src, src_lengths)\n"
+        "            return self.decode(tgt_in, memory.detach(), src_mask)")),
     # greedy_decode
     "greedy decoding that keeps <bos>": ("test_greedy_decode", """
         @torch.no_grad()
@@ -218,6 +283,15 @@ MISTAKES = {
     "GPT mask off by one (a token sees the next one)": ("test_tiny_gpt", _swap(
         _GPT, "causal = torch.ones(L, L, dtype=torch.bool).tril()",
         "causal = torch.ones(L, L, dtype=torch.bool).tril(diagonal=1)")),
+    "GPT causal mask that also hides each position from itself": ("test_tiny_gpt", _swap(
+        _GPT, "causal = torch.ones(L, L, dtype=torch.bool).tril()",
+        "causal = torch.ones(L, L, dtype=torch.bool).tril(diagonal=-1)")),
+    "GPT final norm left out": ("test_tiny_gpt", _swap(_GPT, "return self.out(self.norm(x))", "return self.out(x)")),
+    "GPT with one block object repeated": ("test_tiny_gpt", _swap(
+        _GPT, "nn.ModuleList(EncoderBlock(d_model, num_heads, d_ff) for _ in range(num_layers))",
+        "nn.ModuleList([EncoderBlock(d_model, num_heads, d_ff)] * num_layers)")),
+    "GPT with the last block left out": ("test_tiny_gpt", _swap(
+        _GPT, "for block in self.blocks:", "for block in self.blocks[:-1]:")),
     # next_token_loss
     "loss without the shift": ("test_next_token_loss", """
         def next_token_loss(logits, ids):
@@ -231,6 +305,11 @@ MISTAKES = {
         def next_token_loss(logits, ids):
             return F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1),
                                    reduction="sum")
+    """),
+    "loss turned into a number (no gradient)": ("test_next_token_loss", """
+        def next_token_loss(logits, ids):
+            loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+            return torch.tensor(loss.item())
     """),
     # sample
     "temperature multiplied instead of divided": ("test_sample", _swap(
@@ -247,6 +326,45 @@ MISTAKES = {
 }
 
 ALTERNATIVES = {
+    "feed-forward with an in-place ReLU": ("test_feed_forward", """
+        class FeedForward(nn.Module):
+            def __init__(self, d_model, d_ff):
+                super().__init__()
+                self.linear1 = nn.Linear(d_model, d_ff)
+                self.linear2 = nn.Linear(d_ff, d_model)
+
+            def forward(self, x):
+                return self.linear2(F.relu(self.linear1(x), inplace=True))
+    """),
+    "encoder block with PyTorch-style helper methods and keyword arguments": ("test_encoder_block", """
+        class EncoderBlock(nn.Module):
+            def __init__(self, d_model, num_heads, d_ff):
+                super().__init__()
+                self.norm1 = nn.LayerNorm(d_model)
+                self.self_attn = MultiHeadAttention(d_model, num_heads)
+                self.norm2 = nn.LayerNorm(d_model)
+                self.ffn = FeedForward(d_model, d_ff)
+
+            def _sa_block(self, x, mask):
+                return self.self_attn(query=x, key_value=x, mask=mask)[0]
+
+            def forward(self, x, mask=None):
+                x = x + self._sa_block(self.norm1(x), mask)
+                x = x + self.ffn(self.norm2(x))
+                return x
+    """),
+    "Transformer that zeroes the padded memory rows": ("test_transformer", _swap(
+        _TRANSFORMER, "return self.encoder_norm(x), src_mask",
+        "memory = self.encoder_norm(x)\n"
+        "            memory.masked_fill_(~src_mask.transpose(1, 2), 0.0)\n"
+        "            return memory, src_mask")),
+    "GPT with the mask built by triu and negation": ("test_tiny_gpt", _swap(
+        _GPT, "causal = torch.ones(L, L, dtype=torch.bool).tril()",
+        "causal = ~torch.ones(L, L, dtype=torch.bool).triu(diagonal=1)")),
+    "loss in float64": ("test_next_token_loss", """
+        def next_token_loss(logits, ids):
+            return F.cross_entropy(logits[:, :-1].double().flatten(0, 1), ids[:, 1:].flatten())
+    """),
     "feed-forward as an explicit formula": ("test_feed_forward", """
         class FeedForward(nn.Module):
             def __init__(self, d_model, d_ff):
