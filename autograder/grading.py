@@ -533,6 +533,8 @@ def check_submission(course_root, lesson, student):
     path = folder / f"{lesson}.ipynb"
     if not path.exists():
         raise ValueError(f"no {path.name} in {folder} (found: {', '.join(p.name for p in folder.iterdir()) or 'nothing'})")
+    from . import size  # before nbformat reads it: refuses (ValueError "size: ...") or trims an absurd notebook
+    size_flags = size.check(course_root, lesson, student)
     try:
         submitted = nbformat.read(str(path), as_version=4)
         nbformat.validate(submitted)
@@ -541,7 +543,7 @@ def check_submission(course_root, lesson, student):
     source = nbformat.read(str(Path(course_root, "source", lesson, f"{lesson}.ipynb")), as_version=4)
     release_path = Path(course_root, "release", lesson, f"{lesson}.ipynb")
     release = nbformat.read(str(release_path), as_version=4) if release_path.exists() else None
-    flags = flag_submission(submitted, source, release)
+    flags = size_flags + flag_submission(submitted, source, release)
     restored = nbformat.from_dict(json.loads(json.dumps(submitted)))
     tampered = restore(restored, release or source)  # what RestoreCellMetadata will do in the worker
     present = {_grade_id(c) for c in restored.cells}
