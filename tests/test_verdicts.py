@@ -1,0 +1,230 @@
+"""Test cells run on the grader's side (autograder/verdicts.py): what the student's kernel can and cannot change.
+
+Each case starts a real Jupyter kernel, runs a student's cells in it, then runs a small lesson's
+test cells the way grading does: here, with the answers reached through kernel_rpc. A cheat
+patches what it likes inside the kernel; it must earn only what its honest answer earns.
+"""
+import json
+import textwrap
+
+import nbformat
+import pytest
+from nbformat.v4 import new_code_cell, new_notebook
+
+from autograder import verdicts
+
+SETUP = "import numpy as np\nimport torch\nimport torch.nn.functional as F\nimport course_utils as cu"
+TESTS = {
+    "test_softmax": '''
+_x = np.array([[1.0, 2.0, 4.0], [0.5, -1.0, 3.0]])
+_before = _x.copy()
+cu.check_close(softmax(_x), np.exp(_x) / np.exp(_x).sum(-1, keepdims=True), "softmax(x)")
+print("softmax: visible tests passed.")
+### BEGIN HIDDEN TESTS
+_secret = np.array([[7.0, -3.0, 0.25]])
+cu.check_close(softmax(_secret), np.exp(_secret) / np.exp(_secret).sum(-1, keepdims=True), "softmax, hidden")
+cu.check_true(np.array_equal(_x, _before), "softmax changed its input in place.")
+### END HIDDEN TESTS''',
+    "test_attention": '''
+_g = torch.Generator().manual_seed(0)
+_q, _k, _v = (torch.randn(2, 3, 4, generator=_g) for _ in range(3))
+_expected = F.scaled_dot_product_attention(_q, _k, _v)
+with cu.forbid("torch.nn.functional.scaled_dot_product_attention"):
+    _out = attention(_q, _k, _v)
+cu.check_close(_out, _expected, "attention(q, k, v)", atol=1e-5)''',
+    "test_linear": '''
+_m = Scale(3)
+_m.load_state_dict({"w": torch.tensor([1.0, -2.0, 0.5])})
+_x = torch.tensor([[1.0, 1.0, 2.0]])
+_out, (_gx,), _gp = cu.call_with_grads(_m, _x, grad_output=torch.tensor([[1.0, 2.0, 3.0]]))
+cu.check_close(_out, torch.tensor([[1.0, -2.0, 1.0]]), "Scale(x)")
+cu.check_close(_gx, torch.tensor([[1.0, -4.0, 1.5]]), "the gradient of x")
+cu.check_close(_gp["w"], torch.tensor([1.0, 2.0, 6.0]), "the gradient of w")''',
+}
+HONEST = '''
+def softmax(x):
+    e = np.exp(x - x.max(-1, keepdims=True))
+    return e / e.sum(-1, keepdims=True)
+
+def attention(q, k, v):
+    w = torch.softmax(q @ k.transpose(-2, -1) / q.shape[-1] ** 0.5, -1)
+    return w @ v
+
+class Scale(torch.nn.Module):
+    def __init__(self, n):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.ones(n))
+    def forward(self, x):
+        return x * self.w
+'''
+WRONG_SOFTMAX = "def softmax(x):\n    return x / x.sum(-1, keepdims=True)\n"
+
+
+def lesson():
+    nb = new_notebook()
+    setup = new_code_cell(SETUP)
+    setup.metadata["tags"] = ["grader-setup"]
+    answer = new_code_cell("### BEGIN SOLUTION\n" + HONEST + "### END SOLUTION")
+    answer.metadata["nbgrader"] = {"solution": True, "grade": False, "grade_id": "answers", "schema_version": 3}
+    nb.cells = [setup, answer]
+    for grade_id, source in TESTS.items():
+        cell = new_code_cell(textwrap.dedent(source).strip())
+        cell.metadata["nbgrader"] = {"solution": False, "grade": True, "grade_id": grade_id, "points": 1,
+                                     "locked": True, "schema_version": 3}
+        nb.cells.append(cell)
+    return nbformat.from_dict(nb)
+
+
+@pytest.fixture
+def kernel():
+    from jupyter_client.manager import start_new_kernel
+    km, kc = start_new_kernel(kernel_name="python3")
+    yield km, kc
+    kc.stop_channels()
+    km.shutdown_kernel(now=True)
+
+
+def run_in_kernel(kc, code):
+    reply = kc.execute_interactive(code, timeout=60, output_hook=lambda msg: None)
+    assert reply["content"]["status"] in ("ok", "error")
+    return reply["content"]["status"]
+
+
+def grade(kernel, student_code):
+    """{grade_id: None (passed) or the error} with `student_code` run in a fresh kernel first."""
+    km, kc = kernel
+    run_in_kernel(kc, SETUP)
+    run_in_kernel(kc, student_code)
+    transport = verdicts.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: __import__("time").monotonic() + 30,
+                                          on_timeout=km.interrupt_kernel, is_alive=km.is_alive)
+    runner = verdicts.LessonTests(lesson()).runner(verdicts.Session(transport))
+    return {grade_id: runner.run(grade_id)[1] for grade_id in TESTS}
+
+
+def passed(results):
+    return sorted(k for k, e in results.items() if e is None)
+
+
+ALL = sorted(TESTS)
+
+# Each cheat: an honest answer to some tests, a wrong one (or none) to the rest, and a patch that
+# would turn the wrong one into full marks if the comparisons ran in the kernel.
+CHEATS = {
+    "a Tensor method reached through type(torch.zeros(0))": (
+        "type(torch.zeros(0)).allclose = lambda *a, **k: True\ntype(torch.zeros(0)).__sub__ = lambda a, b: a * 0\n"
+        "def attention(q, k, v):\n    return v\n"),
+    "a ufunc in the globals of np.isclose's implementation": (
+        "import numpy.core.numeric as _n\n_n.__dict__['less_equal'] = lambda *a, **k: np.ones(np.broadcast(*a[:2]).shape, bool)\n"
+        + WRONG_SOFTMAX),
+    "the __code__ of the function behind np.allclose": (
+        "_f = getattr(np.allclose, '__wrapped__', np.allclose)\n"
+        "try:\n    _f.__code__ = (lambda a, b, rtol=1e-05, atol=1e-08, equal_nan=False: True).__code__\nexcept Exception:\n    pass\n"
+        + WRONG_SOFTMAX),
+    "the numpy module's __class__": (
+        "import types\nclass _Liar(types.ModuleType):\n    def __getattribute__(self, name):\n"
+        "        if name in ('allclose', 'array_equal'):\n            return lambda *a, **k: True\n"
+        "        return types.ModuleType.__getattribute__(self, name)\nnp.__class__ = _Liar\n" + WRONG_SOFTMAX),
+    "IPython pre/post-run hooks that undo a patch around the checks": (
+        "_ip = get_ipython()\n_real = np.allclose\n_ip.events.register('post_run_cell', lambda *a: setattr(np, 'allclose', lambda *a, **k: True))\n"
+        "_ip.events.register('pre_run_cell', lambda *a: setattr(np, 'allclose', _real))\n" + WRONG_SOFTMAX),
+    "course_utils.check_close replaced in the kernel": (
+        "cu.check_close = lambda *a, **k: None\nimport course_utils.checks as _c\n_c.check_close = cu.check_close\n"
+        "_c.check_true = lambda *a, **k: None\n" + WRONG_SOFTMAX),
+    "a tensor subclass whose comparisons always agree": (
+        "class _Yes(torch.Tensor):\n    def __eq__(self, other):\n        return True\n"
+        "    def allclose(self, *a, **k):\n        return True\n"
+        "def attention(q, k, v):\n    return torch.zeros_like(v).as_subclass(_Yes)\n"),
+    "an answer that looks up the hidden test in the kernel's history": (
+        "def softmax(x):\n    import json\n    raise ValueError(json.dumps([c for c in In if 'HIDDEN' in c]))\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHEATS))
+def test_a_patch_in_the_kernel_earns_only_the_honest_answers_points(kernel, name):
+    cheat = CHEATS[name]
+    results = grade(kernel, HONEST + "\n" + cheat)
+    wrong = {"softmax"} if "def softmax" in cheat else {"attention"} if "def attention" in cheat else set()
+    expected = sorted(t for t in ALL if t.split("_", 1)[1] not in wrong)
+    assert passed(results) == expected, {k: repr(v)[:200] for k, v in results.items()}
+
+
+FORBID_EVASIONS = {
+    "a default argument bound before the test":
+        "def attention(q, k, v, _f=F.scaled_dot_product_attention):\n    return _f(q, k, v)\n",
+    "torch.ops.aten":
+        "def attention(q, k, v):\n    return torch.ops.aten.scaled_dot_product_attention(q, k, v)\n",
+    "functools.partial":
+        "import functools\n_p = functools.partial(F.scaled_dot_product_attention)\ndef attention(q, k, v):\n    return _p(q, k, v)\n",
+    "a lambda's closure":
+        "def _make(f):\n    return lambda q, k, v: f(q, k, v)\nattention = _make(F.scaled_dot_product_attention)\n",
+    "nn.MultiheadAttention's own path":
+        "def attention(q, k, v):\n    return torch._C._nn.scaled_dot_product_attention(q, k, v)\n",
+}
+
+
+@pytest.mark.parametrize("name", sorted(FORBID_EVASIONS))
+def test_a_forbidden_operator_is_caught_whatever_path_reaches_it(kernel, name):
+    results = grade(kernel, HONEST + "\n" + FORBID_EVASIONS[name])
+    assert isinstance(results["test_attention"], AssertionError), repr(results["test_attention"])
+    assert "build yourself" in str(results["test_attention"])
+    assert passed(results) == ["test_linear", "test_softmax"]
+
+
+def test_an_honest_answer_passes_and_the_kernel_never_sees_a_test(kernel):
+    km, kc = kernel
+    assert passed(grade(kernel, HONEST)) == ALL
+    history = []
+    kc.execute_interactive("import json; print(json.dumps(list(In)))", timeout=30,
+                           output_hook=lambda m: history.append(m["content"].get("text", "")))
+    seen = "".join(history)
+    assert "_secret" not in seen and "check_close" not in seen and "HIDDEN" not in seen.replace("'HIDDEN' in c", "")
+
+
+def test_what_the_students_code_raises_or_prints_never_reaches_the_message(kernel):
+    student = HONEST + "\ndef softmax(x):\n    print('LEAK-PRINT')\n    raise ValueError('LEAK-RAISE ' + repr(x))\n"
+    error = grade(kernel, student)["test_softmax"]
+    assert isinstance(error, ValueError)
+    assert "LEAK" not in str(error) and "softmax" in str(error)
+
+
+def test_an_input_changed_in_place_is_seen_by_the_test(kernel):
+    student = HONEST + "\ndef softmax(x):\n    x -= x.max(-1, keepdims=True)\n    np.exp(x, out=x)\n    x /= x.sum(-1, keepdims=True)\n    return x\n"
+    results = grade(kernel, student)
+    assert isinstance(results["test_softmax"], AssertionError)  # the test's own copy of x changed with the kernel's
+    assert passed(results) == ["test_attention", "test_linear"]
+
+
+def test_an_argument_changed_in_place_is_copied_back_into_the_tests_object():
+    import numpy as np
+    kernel = {}
+    exec("def shift(x):\n    x -= 1\n    return None", kernel)
+    session = verdicts.Session(verdicts.in_process_transport(kernel))
+    x = np.array([3.0, 4.0])
+    session.fetch("shift")(x)
+    assert x.tolist() == [2.0, 3.0]
+
+
+def test_a_broken_backward_pass_fails_its_test(kernel):
+    student = HONEST + ("\nclass Scale(torch.nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
+                        "        self.w = torch.nn.Parameter(torch.ones(n))\n    def forward(self, x):\n"
+                        "        return (x * self.w).detach()\n")
+    assert passed(grade(kernel, student)) == ["test_attention", "test_softmax"]
+
+
+def test_malformed_answers_are_the_graders_problem_not_data():
+    session = verdicts.Session(lambda payload: json.dumps({"ok": True, "value": {"t": "tensor", "dtype": "object",
+                                                                                  "shape": [1], "b64": ""}}))
+    with pytest.raises(verdicts.GraderSideError):
+        session.fetch("x")
+    session = verdicts.Session(lambda payload: json.dumps({"ok": True, "value": {"t": "ndarray", "dtype": "float64",
+                                                                                  "shape": [1000000], "b64": "AAAA"}}))
+    with pytest.raises(verdicts.GraderSideError):
+        session.fetch("x")
+    session = verdicts.Session(lambda payload: "not json")
+    with pytest.raises(verdicts.GraderSideError):
+        session.fetch("x")
+
+
+def test_free_names_are_what_a_cell_reads_and_never_binds():
+    source = "for _i in range(3):\n    y = f(_i) + g\nclass C:\n    pass\nz = [h(w) for w in y]\n%timeit f(1)"
+    assert verdicts.free_names(source) == {"f", "g", "h"}
