@@ -10,8 +10,11 @@ preprocessor lists, so plain `nbgrader autograde` applies the same rules, withou
   with, so a tampered cell no longer fails the whole notebook; DeduplicateIds turns a
   copied-and-pasted graded cell into an ordinary cell (nbgrader's own leaves metadata that
   its schema check rejects, failing the whole submission);
-- GradingExecute runs the runtime integrity check (integrity.py) before the first cell and
-  after every test cell; SandboxedExecute adds the kernel launcher of sandbox.py, a
+- GradingExecute runs every graded test cell on the grader's side (verdicts.py): the test,
+  its reference values and its comparisons stay in this process and reach the student's code
+  only as calls with plain data, so nothing the student's code patches takes part in a verdict;
+  the runtime integrity check (integrity.py) after every test cell flags patches for review
+  without changing a score; SandboxedExecute adds the kernel launcher of sandbox.py, a
   wall-clock budget per notebook, capped output, and a dead kernel (os._exit, a crash, a
   memory limit) failing the remaining cells instead of the whole notebook;
 - TestCellOutcome makes a test cell pass or fail on one fact, whether it raised an error,
@@ -128,11 +131,13 @@ def _execute_class():
         return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
 
     class GradingExecute(SlicedWaits, Execute):
-        """nbgrader's Execute with the runtime integrity check of integrity.py around every test cell.
+        """nbgrader's Execute with the test cells run on the grader's side, and the integrity check.
 
-        Before the first cell, a silent request records what the tests rely on; after each graded
-        test cell the same request is compared with it. A change appends an IntegrityError to that
-        test cell (it scores zero: its verdict came from patched checks) and is reported as a flag.
+        A graded test cell is never sent to the kernel: verdicts.py runs it here, from the source
+        notebook, against the student's objects. Before the first cell, a silent request records
+        what the tests rely on; after each graded test cell the same request is compared with it.
+        A change is a flag for review (`integrity: ...`), never a score: the verdicts do not depend
+        on the kernel's state, so a patch earns nothing and costs nothing the honest work earned.
         """
         integrity_check = Bool(True, help="check what the tests rely on after every test cell").tag(config=True)
         check_timeout = Integer(30, help="seconds to wait for the integrity check's answer").tag(config=True)
@@ -199,8 +204,6 @@ def _execute_class():
                 except Exception as e:  # noqa: BLE001: a kernel that fakes or withholds the answer
                     changes = [f"the integrity check got no genuine answer ({e})"]
                 if changes:
-                    cell.outputs.append(error("IntegrityError", "the grader's integrity check failed after this "
-                                              f"test cell, so it earns nothing: {'; '.join(changes)[:600]}"))
                     for change in changes:
                         if change not in self._reported:
                             self._reported.add(change)
@@ -353,7 +356,7 @@ def _outcome_class():
             for o in errors:
                 o.ename = _bounded(str(o.get("ename", "")), 100)
                 o.evalue = _bounded(str(o.get("evalue", "")), self.max_message)
-            cell.outputs = errors[:1] + [o for o in errors[1:] if o.ename == "IntegrityError"]
+            cell.outputs = errors[:1]
             if removed:
                 text = "".join(o.get("text", "") if o.output_type == "stream" else
                                f"[{o.output_type}: {', '.join(o.get('data', {}))}] "

@@ -62,6 +62,7 @@ def build_class(course, lesson):
     i = next(i for i, c in enumerate(duplicated.cells) if grade_id(c) == first)
     duplicated.cells.insert(i + 1, nbformat.from_dict(json.loads(json.dumps(duplicated.cells[i]))))
     duplicated.cells[i + 1]["id"] = "duplicated-cell"
+    twin = fill_solutions(blank, load(SOLUTIONS / f"{lesson}.ipynb"), ids[1:])
     name = f"{lesson}.ipynb"
     return {
         "perfect": (full, name),
@@ -96,6 +97,10 @@ def build_class(course, lesson):
                   name),
         "tampered": (_tampered(full, tests[0], first), name),
         "tampered_colab": (_tampered(full, tests[0], first, colab=True), name),
+        # patches inside the kernel beside an honest twin (the first exercise left undone): the same score
+        "honest_twin": (twin, name),
+        **{student: (_with_code(twin, first, before=patch), name) for student, patch in KERNEL_PATCHES.items()},
+        "thief": (_with_code(twin, first, before=THIEF), name),
     }
 
 
@@ -217,6 +222,42 @@ HTML_OUTPUT = """
 from IPython.display import HTML, Javascript, display
 display(HTML('<b>bold</b><script>window.PWNED = 1</script><img src=x onerror="window.PWNED = 2">'))
 display(Javascript('window.PWNED = 3'))
+"""
+
+
+# Patches that decided verdicts when the tests ran in the kernel (issue 19, section 2); each is put at the
+# top of the first answer cell of a twin whose first exercise is undone, and must earn what the twin earns.
+KERNEL_PATCHES = {
+    "tensor_methods": "import torch as _t\n_T = type(_t.zeros(0))\n_T.__eq__ = lambda a, b: True\n"
+                      "_T.allclose = lambda *a, **k: True\n_T.__sub__ = lambda a, b: a * 0\n",
+    "numpy_internals": "import numpy as _np\nimport numpy.core.numeric as _n\n"
+                       "_n.__dict__['less_equal'] = lambda *a, **k: _np.ones(_np.broadcast(*a[:2]).shape, bool)\n"
+                       "_f = getattr(_np.allclose, '__wrapped__', _np.allclose)\n"
+                       "try:\n    _f.__code__ = (lambda a, b, rtol=1e-05, atol=1e-08, equal_nan=False: True).__code__\n"
+                       "except Exception:\n    pass\n",
+    "numpy_module_class": "import types as _ty, numpy as _np\nclass _Liar(_ty.ModuleType):\n"
+                          "    def __getattribute__(self, name):\n"
+                          "        if name in ('allclose', 'array_equal', 'isclose'):\n"
+                          "            return lambda *a, **k: True\n"
+                          "        return _ty.ModuleType.__getattribute__(self, name)\n_np.__class__ = _Liar\n",
+    "run_hooks": "import numpy as _np, course_utils as _cu\n_ip = get_ipython()\n_real = (_np.allclose, _cu.check_close)\n"
+                 "def _patch(*a):\n    _np.allclose = lambda *a, **k: True\n    _cu.check_close = lambda *a, **k: None\n"
+                 "def _undo(*a):\n    _np.allclose, _cu.check_close = _real\n"
+                 "_ip.events.register('post_run_cell', _patch)\n_ip.events.register('pre_run_cell', _undo)\n_patch()\n",
+}
+
+# Reads every file the kernel can open, and its own history, for hidden tests; prints what it found
+THIEF = """import base64 as _b64, glob as _glob, os as _os
+_texts = []
+for _pattern in ('**/*', '/run/**/*', '/tmp/**/*', _os.path.expanduser('~') + '/**/*'):
+    for _p in _glob.glob(_pattern, recursive=True):
+        try:
+            if _os.path.isfile(_p) and _os.path.getsize(_p) < 5_000_000:
+                _texts.append(open(_p, errors='replace').read())
+        except OSError:
+            pass
+_texts += list(get_ipython().user_ns.get('In', []))
+print('THIEF-LOOT', _b64.b64encode('\\n'.join(_texts).encode()[:300_000]).decode())
 """
 
 
@@ -428,10 +469,10 @@ def _csv_row(g, student):
 CHEATS = {
     "displayhook": ("zero", ["kernel: line", "uses .displayhook"]),
     "lying": ("all but wrapped", ["lie: line", "subclasses float", "subclasses Tensor", "subclasses ndarray"]),
-    "rebind": ("zero", ["integrity: course_utils.check_close was replaced",
+    "rebind": ("full", ["integrity: course_utils.check_close was replaced",
                         "integrity: course_utils.checks.plain_float was replaced",
                         "integrity: torch.allclose was replaced", "first seen after test cell"]),
-    "deep_patch": ("zero", ["patch: line", "integrity: course_utils.check_true had its code or defaults changed",
+    "deep_patch": ("full", ["patch: line", "integrity: course_utils.check_true had its code or defaults changed",
                             "kernel: line", "integrity: an IPython AST transformer was added or removed"]),
     "leaky": ("full", ["introspect: line", "uses ._getframe", "names 'In'"]),
     "tampered": ("full", ["tamper: cell", "(bonus): claims nbgrader metadata",
@@ -466,10 +507,39 @@ def test_a_display_result_in_a_test_cell_earns_nothing(graded):
     assert "full marks, please" in cell.metadata["autograder"]["removed_outputs"]
 
 
-def test_patched_checks_fail_the_test_cells_with_an_integrity_error(graded):
+def test_patched_checks_change_no_verdict_and_cost_no_honest_point(graded):
+    """The tests run on the grader's side: a patched check in the kernel neither passes nor fails a test."""
     for student in ("rebind", "deep_patch"):
         tests = [c for c in autograded(graded, student).cells if _is_test_cell(c)]
-        assert tests and all(any(o.get("ename") == "IntegrityError" for o in c.outputs) for c in tests), student
+        assert tests and all(c.outputs == [] for c in tests), (student, [c.outputs for c in tests if c.outputs])
+
+
+@pytest.mark.parametrize("student", sorted(KERNEL_PATCHES) + ["thief"])
+def test_a_patch_in_the_kernel_earns_exactly_what_its_honest_twin_earns(graded, student):
+    twin, r = graded["results"]["honest_twin"], graded["results"][student]
+    assert 0 < twin.score < twin.max_score, twin
+    assert (r.status, r.score, r.max_score) == ("graded", twin.score, twin.max_score), r
+    row = _csv_row(graded, student)
+    assert (float(row["score"]), float(row["max_score"])) == (twin.score, twin.max_score), row
+
+
+def _hidden_lines(g):
+    source = load(g["course"] / "source" / g["lesson"] / f"{g['lesson']}.ipynb")
+    visible = {line.strip() for c in load(g["course"] / "release" / g["lesson"] / f"{g['lesson']}.ipynb").cells
+               for line in c.source.splitlines()}
+    hidden = [line.strip() for c in source.cells for block in c.source.split("### BEGIN HIDDEN TESTS")[1:]
+              for line in block.split("### END HIDDEN TESTS")[0].splitlines() if len(line.strip()) >= 12]
+    return [line for line in hidden if line not in visible]
+
+
+def test_no_file_the_kernel_can_open_and_nothing_in_its_history_holds_a_hidden_test(graded):
+    import base64
+    text = json.dumps([o for c in autograded(graded, "thief").cells for o in c.get("outputs", [])])
+    loot = base64.b64decode(re.search(r"THIEF-LOOT ([A-Za-z0-9+/=]+)", text).group(1)).decode(errors="replace")
+    assert f"{graded['lesson']}.ipynb" in loot or "nbformat" in loot, "the thief read nothing: the probe is broken"
+    lines = {line.strip() for line in loot.splitlines()}
+    hidden = _hidden_lines(graded)
+    assert hidden and not [line for line in hidden if line in lines or json.dumps(line)[1:-1] in loot]
 
 
 def test_feedback_shows_no_output_of_student_code_during_tests_and_no_active_html(graded):
