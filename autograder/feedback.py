@@ -1,34 +1,60 @@
-"""`feedback` and `export`: HTML feedback without the hidden tests, the grades CSV and a summary.
+"""`feedback`: HTML feedback pages that show no hidden test and run nothing in the reader's browser.
 
-nbgrader's autograde puts the hidden tests back into the autograded notebook, and its
-feedback would show them (in the test cells, in tracebacks, and in anything the student's
-code printed from the kernel's history). HideHiddenTests, first in the feedback
-preprocessors, removes the hidden regions with nbgrader's ClearHiddenTests; shows of each
-test cell only its outcome (no output when it passed, the error's name and its message cut
-to MAX_MESSAGE characters when not: never what student code printed or displayed during the
-tests, however encoded); blanks every line of hidden test code wherever it still appears in
-an output; and drops outputs that would run in the page (JavaScript, widget views, SVG).
-HTML outputs are sanitized by nbconvert (HTMLExporter.sanitize_html in nbgrader_config.py);
-Markdown the student wrote or changed is shown as text (nbgrader's feedback template renders
-Markdown cells without nbconvert's sanitizer).
+What a page shows, decided per output by whether student code that ran after a hidden test
+could have produced it (HideHiddenTests, first in GenerateFeedback.preprocessors):
+
+* an ordinary code cell (an answer or a provided cell) shows the outputs the student
+  SUBMITTED (course/submitted/<student>/<lesson>/<lesson>.ipynb, the cell matched by its id,
+  else by its position among the cells that are not test cells), never what the grader's
+  run printed: in that run, code in an ordinary cell after a test cell could read the
+  executed hidden tests (from the kernel's history, say) and print them;
+* a graded test cell shows passed or failed, and when it failed the error's name (a Python
+  or course exception name, else "Error") and a message cut to MAX_MESSAGE characters,
+  never what student code printed or displayed during the test;
+* the hidden-test regions are removed from the test cells' code (nbgrader's ClearHiddenTests);
+* Markdown cells show the student's own text, rendered and then sanitised with the page.
+
+What the reader's browser runs: nothing. SafeFeedbackExporter (GenerateFeedback.exporter_class)
+sanitises the FINAL HTML, after nbconvert and nbgrader's template have run: the head is
+rebuilt from the template's style sheets (with every url() and @import removed) and a
+Content-Security-Policy that allows no script and no load from anywhere but data: images;
+the body goes through an allow-list (bleach): ALLOWED_TAGS, the attributes of each tag,
+links only to http, https, mailto or within the page, images only as base64 PNG, JPEG or
+GIF data, inline styles only without url(), expression() or escapes.
 """
-import csv
+import base64
+import binascii
+import builtins
 import html
-import json
 import re
-from collections import defaultdict
 from pathlib import Path
 
+import nbformat
+from nbconvert.exporters import HTMLExporter
+from nbformat.v4 import new_output
 from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
+
+from .export import export  # noqa: F401  (`python -m autograder export`; it lived here before)
 
 HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", re.S)
 MIN_SECRET_LINE = 6  # shorter lines (`)`, `else:`) reveal nothing and would blank too much
-MAX_MESSAGE = 300  # characters of a failed test's message shown to the student
-ACTIVE_MIME = {"application/javascript", "text/javascript", "image/svg+xml"}
+MAX_MESSAGE = 300  # characters of a failed test's message shown to the student, "..." included
+MAX_TEXT = 20_000  # characters of one submitted text output shown
+MAX_IMAGE = 2_000_000  # base64 characters of one submitted image shown
+MAX_OUTPUTS = 50  # submitted outputs shown per cell
+SAFE_MIME = ("text/plain", "text/html", "text/markdown", "text/latex", "image/png", "image/jpeg", "image/gif")
+# error names a failed test may show: Python's own exceptions and the course's (others become "Error": a class
+# name is chosen by whoever raises it, and student code can raise a class named after a hidden test)
+COURSE_ERRORS = {"ForbiddenCall", "IntegrityError", "CellTimeoutError", "DeadKernelError", "CellExecutionError",
+                 "TestFailed", "CheckFailed"}
+PYTHON_ERRORS = {name for name, value in vars(builtins).items()
+                 if isinstance(value, type) and issubclass(value, BaseException)}
+PASSED = "Test passed.\n"
+HIDDEN_NOTE = "(the traceback is not shown: this test cell runs hidden tests)"
 
 
 class HideHiddenTests(NbGraderPreprocessor):
-    """Remove hidden tests from an autograded notebook before it becomes feedback."""
+    """Turn an autograded notebook into what its feedback may show (see the module's docstring)."""
 
     def preprocess(self, nb, resources):
         secrets = sorted({line.strip() for cell in nb.cells if cell.cell_type == "code"
@@ -36,22 +62,28 @@ class HideHiddenTests(NbGraderPreprocessor):
                           if len(line.strip()) >= MIN_SECRET_LINE}, key=len, reverse=True)
         visible = {line.strip() for cell in nb.cells for line in HIDDEN.sub("", cell.source).splitlines()}
         secrets = [s for s in secrets if s not in visible]  # also shown to students: not a secret
-        from .grading import _lesson_notebook
-        released = _lesson_notebook(self.config, resources, "release")
-        trusted = {c.source.strip() for c in released.cells if c.cell_type == "markdown"} if released else set()
+        submitted = _submitted_notebook(self.config, resources)
+        if submitted is None:
+            self.log.warning("no submitted notebook for %s: ordinary cells are shown without outputs",
+                             resources.get("nbgrader", {}))
+        own = _OwnOutputs(submitted)
         clear = ClearHiddenTests(parent=self)
+        nb.metadata.pop("widgets", None)  # widget state: rendered as a script
+        position = 0
         for cell in nb.cells:
             cell.get("metadata", {}).pop("autograder", None)  # what grading removed from test cells
-            if cell.cell_type == "markdown" and cell.source.strip() not in trusted:
-                # nbgrader's feedback template renders Markdown cells unsanitized: student text shows as text
-                cell.source = html.escape(cell.source, quote=False)
             if cell.cell_type != "code":
-                continue
+                continue  # Markdown: the student's text, sanitised with the whole page (SafeFeedbackExporter)
             had_hidden = "BEGIN HIDDEN TESTS" in cell.source
             clear._remove_hidden_test_region(cell)
-            if _is_test(cell):  # its outcome only: passed (no output) or the check's own message, bounded
-                cell.outputs = [_outcome(o, had_hidden) for o in cell.get("outputs", []) if o.output_type == "error"]
-            cell.outputs = [o for o in map(_inert, cell.get("outputs", [])) if o is not None]
+            if _is_test(cell):
+                cell.outputs = _verdict(cell.get("outputs", []), had_hidden)
+            else:
+                mine = own.find(cell.get("id"), position)
+                position += 1
+                cell.outputs = [] if mine is None else [o for o in map(_own, mine.get("outputs", [])[:MAX_OUTPUTS])
+                                                        if o is not None]
+                cell.execution_count = None if mine is None else mine.get("execution_count")
             for out in cell.outputs:
                 _scrub(out, secrets)
         return nb, resources
@@ -62,27 +94,99 @@ def _is_test(cell):
     return bool(m.get("grade")) and not m.get("solution")
 
 
-def _outcome(out, had_hidden):
-    message = out.get("evalue", "")
-    if len(message) > MAX_MESSAGE:
-        message = message[:MAX_MESSAGE] + " [...]"
-    out.evalue = message
-    out.traceback = [f"{out.ename}: {message}"] + (
-        ["(the traceback is hidden: this test cell runs hidden tests)"] if had_hidden else [])
-    return out
+def _submitted_notebook(config, resources):
+    """The notebook the student submitted (course/submitted/<student>/<lesson>/<notebook>.ipynb), or None."""
+    from nbgrader.coursedir import CourseDirectory
+    try:
+        info = resources["nbgrader"]
+        coursedir = CourseDirectory(config=config)
+        folder = coursedir.format_path(coursedir.submitted_directory, info["student"], info["assignment"])
+        return nbformat.read(str(Path(folder, f"{info['notebook']}.ipynb")), as_version=4)
+    except Exception:  # noqa: BLE001: missing, unreadable or invalid: no outputs shown, never a crash
+        return None
 
 
-def _inert(out):
-    """An output with nothing that runs in the page: no JavaScript, widget views or SVG (which can script)."""
-    data = out.get("data")
-    if not data:
-        return out
-    for mime in list(data):
-        if mime in ACTIVE_MIME or mime.startswith("application/vnd.jupyter.widget"):
-            del data[mime]
+class _OwnOutputs:
+    """The submitted notebook's code cells, found by cell id, else by position among the non-test code cells."""
+
+    def __init__(self, submitted):
+        cells = [c for c in (submitted.cells if submitted is not None else []) if c.get("cell_type") == "code"]
+        self.by_id = {}
+        for c in cells:
+            if c.get("id"):
+                self.by_id.setdefault(c["id"], c)
+        self.ordered = [c for c in cells if not _is_test(c)]
+
+    def find(self, cell_id, position):
+        if cell_id and cell_id in self.by_id:
+            return self.by_id[cell_id]
+        return self.ordered[position] if position < len(self.ordered) else None
+
+
+def _cut(text, limit):
+    text = str(text)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _verdict(outputs, had_hidden):
+    """A test cell's outcome: passed, or the error's name and a bounded message (the grader's error if any)."""
+    errors = [o for o in outputs if o.get("output_type") == "error"]
+    if not errors:
+        return [new_output("stream", name="stdout", text=PASSED)]
+    error = next((o for o in errors if o.get("ename") == "IntegrityError"), errors[0])
+    name = str(error.get("ename", ""))
+    name = name if name in PYTHON_ERRORS or name in COURSE_ERRORS else "Error"
+    message = _cut(error.get("evalue", ""), MAX_MESSAGE)
+    return [new_output("error", ename=name, evalue=message,
+                       traceback=[f"{name}: {message}"] + ([HIDDEN_NOTE] if had_hidden else []))]
+
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
+
+
+def _own(out):
+    """A submitted output as the page may show it: bounded, only inert MIME types, images as base64 data."""
+    kind = out.get("output_type")
+    if kind == "stream":
+        return new_output("stream", name="stderr" if out.get("name") == "stderr" else "stdout",
+                          text=_cut(_text(out.get("text", "")), MAX_TEXT))
+    if kind == "error":
+        return new_output("error", ename=_cut(out.get("ename", ""), 200), evalue=_cut(out.get("evalue", ""), MAX_TEXT),
+                          traceback=[_cut(t, MAX_TEXT) for t in list(out.get("traceback", []))[:200]])
+    if kind not in ("display_data", "execute_result"):
+        return None
+    data, metadata = {}, {}
+    for mime, value in (out.get("data") or {}).items():
+        if mime not in SAFE_MIME:
+            continue  # JavaScript, SVG, widget views, PDF...: dropped
+        value = _text(value)
+        if mime.startswith("image/"):
+            if len(value) > MAX_IMAGE or not _BASE64.fullmatch(value) or not _decodes(value):
+                continue
+            size = {k: v for k, v in (out.get("metadata", {}).get(mime) or {}).items()
+                    if k in ("width", "height") and isinstance(v, int) and not isinstance(v, bool) and 0 < v < 10_000}
+            if size:
+                metadata[mime] = size
+        else:
+            value = _cut(value, MAX_TEXT)
+        data[mime] = value
     if not data:
         return None
-    return out
+    if kind == "execute_result":
+        return new_output("execute_result", data=data, metadata=metadata, execution_count=out.get("execution_count"))
+    return new_output("display_data", data=data, metadata=metadata)
+
+
+def _text(value):
+    return "".join(value) if isinstance(value, list) else str(value)
+
+
+def _decodes(value):
+    try:
+        base64.b64decode("".join(value.split()), validate=True)
+        return True
+    except (binascii.Error, ValueError):
+        return False
 
 
 def _scrub(out, secrets):
@@ -98,6 +202,118 @@ def _scrub(out, secrets):
     for key, value in out.get("data", {}).items():
         if isinstance(value, str):
             out.data[key] = clean(value)
+
+
+# --- the page: an allow-list sanitiser on the final HTML, and a policy that forbids scripts -------------------
+
+CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
+ALLOWED_TAGS = frozenset("""a abbr b blockquote br caption cite code col colgroup dd del details dfn div dl dt em
+    figcaption figure h1 h2 h3 h4 h5 h6 hr i img ins kbd li mark ol p pre q s samp small span strong sub summary
+    sup table tbody td tfoot th thead tr tt u ul var""".split())
+ALLOWED_PROTOCOLS = frozenset({"http", "https", "mailto"})  # for links; images: only IMAGE_SOURCE
+IMAGE_SOURCE = re.compile(r"data:image/(png|jpeg|gif);base64,[a-z0-9+/=]*")
+CSS_PROPERTIES = frozenset("""color background-color font-weight font-style font-size font-family text-align
+    text-decoration vertical-align white-space line-height width height max-width max-height min-width
+    min-height margin margin-top margin-bottom margin-left margin-right padding padding-top padding-bottom
+    padding-left padding-right border border-top border-bottom border-left border-right border-color
+    border-style border-width border-collapse border-spacing list-style-type""".split())
+CSS_FUNCTIONS = ("rgb(", "rgba(", "hsl(", "hsla(")
+CSS_FORBIDDEN = ("url(", "expression", "\\", "@", "javascript", "vbscript", "behavior", "binding", "image",
+                 "<", ">", "&", "import", "element(", "var(", "attr(")
+NAME = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
+SIZE = re.compile(r"\d{1,5}(%|px)?")
+
+
+def _normalise(value):
+    """A URL as a browser matches its scheme: entities decoded, controls, spaces and non-ASCII out, lower case."""
+    value = html.unescape(value)
+    value = re.sub(r"[`\x00-\x20\x7f-\xa0\s]+", "", value)
+    return re.sub(r"[^\x00-\x7f]", "", value).lower()
+
+
+def _link_allowed(value):
+    url = _normalise(value)
+    if url.startswith("#"):
+        return True
+    scheme = re.match(r"([a-z][a-z0-9+.-]*):", url)
+    return bool(scheme) and scheme.group(1) in ALLOWED_PROTOCOLS
+
+
+def _style_allowed(value):
+    css = re.sub(r"/\*.*?\*/", "", html.unescape(value), flags=re.S).lower()
+    css = re.sub(r"\s+", "", css)
+    if any(bad in css for bad in CSS_FORBIDDEN):
+        return False
+    for function in CSS_FUNCTIONS:
+        css = css.replace(function, "")
+    return "(" not in css
+
+
+ATTRIBUTES = {  # tag -> {attribute: check of its value}; "*": every allowed tag
+    "*": {"class": lambda v: True, "title": lambda v: True, "id": NAME.fullmatch, "style": _style_allowed},
+    "a": {"href": _link_allowed, "name": NAME.fullmatch},
+    "img": {"src": lambda v: bool(IMAGE_SOURCE.fullmatch(_normalise(v))), "alt": lambda v: True,
+            "width": lambda v: bool(SIZE.fullmatch(v.strip())), "height": lambda v: bool(SIZE.fullmatch(v.strip()))},
+    "td": {"colspan": str.isdigit, "rowspan": str.isdigit, "align": lambda v: v.lower() in ("left", "right", "center")},
+    "th": {"colspan": str.isdigit, "rowspan": str.isdigit, "align": lambda v: v.lower() in ("left", "right", "center")},
+    "ol": {"start": str.isdigit},
+    "table": {"border": str.isdigit},
+}
+
+
+def _attribute_allowed(tag, name, value):
+    check = ATTRIBUTES.get(tag, {}).get(name) or ATTRIBUTES["*"].get(name)
+    return bool(check and check(value))
+
+
+def _cleaner():
+    from bleach.css_sanitizer import CSSSanitizer
+    from bleach.sanitizer import Cleaner
+    # bleach drops a URL whose scheme is not in `protocols` after our checks: "data" is listed so that images
+    # (checked against IMAGE_SOURCE) survive; links are held to ALLOWED_PROTOCOLS by _link_allowed
+    return Cleaner(tags=ALLOWED_TAGS, attributes=_attribute_allowed, protocols=ALLOWED_PROTOCOLS | {"data"},
+                   strip=True, strip_comments=True,
+                   css_sanitizer=CSSSanitizer(allowed_css_properties=CSS_PROPERTIES, allowed_svg_properties=()))
+
+
+_RAW_TEXT = re.compile(r"<(script|style|template|noscript|textarea|title|iframe|noembed|noframes|xmp)\b[^>]*>"
+                       r".*?</\1\s*>", re.S | re.I)
+
+
+def _template_css(css):
+    """The template's own style sheet, loading nothing: no @import, no url() (fonts, images)."""
+    css = re.sub(r"@import[^;]*;?", "", css, flags=re.I)
+    css = re.sub(r"url\s*\([^)]*\)", "none", css, flags=re.I)
+    css = re.sub(r"expression\s*\(", "(", css, flags=re.I)
+    return css.replace("</", "<\\/")
+
+
+def sanitize_page(page):
+    """The final feedback HTML, safe to open: a rebuilt head (styles, CSP) and an allow-listed body.
+
+    The template writes the head before any cell, so everything up to the first `</head>` is the
+    template's; only its <title> text and <style> sheets are kept. Everything after it goes
+    through the allow-list, whatever it claims to be.
+    """
+    end = page.lower().find("</head>")
+    head, body = (page[:end], page[end:]) if end >= 0 else ("", page)
+    title = re.search(r"<title>(.*?)</title>", head, re.S | re.I)
+    title = html.escape(html.unescape(re.sub(r"<[^>]*>", "", title.group(1))).strip()) if title else "Feedback"
+    styles = [_template_css(s) for s in re.findall(r"<style[^>]*>(.*?)</style\s*>", head, re.S | re.I)]
+    body = _cleaner().clean(_RAW_TEXT.sub("", body))
+    return "\n".join([
+        "<!DOCTYPE html>", "<html>", "<head>", '<meta charset="utf-8">',
+        f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
+        '<meta name="referrer" content="no-referrer">', f"<title>{title}</title>",
+        *[f"<style>{s}</style>" for s in styles], "</head>", "<body>", body, "</body>", "</html>", ""])
+
+
+class SafeFeedbackExporter(HTMLExporter):
+    """nbconvert's HTMLExporter (with nbgrader's feedback template) whose final page is sanitize_page'd."""
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        output, resources = super().from_notebook_node(nb, resources, **kw)
+        return sanitize_page(output), resources
 
 
 def generate_feedback(course_root, lessons=None, students=None, log=print):
@@ -120,65 +336,3 @@ def generate_feedback(course_root, lessons=None, students=None, log=print):
         else:
             log(f"feedback {lesson} {student} FAILED: {(result['error'] or result['log']).strip()[-500:]}")
     return written
-
-
-def export(course_root, out_dir, log=print):
-    """grades.csv (nbgrader's CSV export) and summary.csv / summary.md (per question, flags) in out_dir."""
-    from nbgrader.api import Gradebook
-    from nbgrader.plugins import CsvExportPlugin
-    out_dir = Path(out_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
-    with Gradebook(f"sqlite:///{Path(course_root).resolve() / 'gradebook.db'}") as gb:
-        CsvExportPlugin(to=str(out_dir / "grades.csv")).export(gb)
-        from .lms import export_lms; export_lms(gb, out_dir, log)  # canvas.csv, moodle.csv
-        questions = _questions(gb)
-    flagged = _flagged(course_root)
-    with open(out_dir / "summary.csv", "w", newline="") as f:
-        w = csv.writer(f)
-        w.writerow(["assignment", "notebook", "cell", "max_points", "submissions", "full_marks", "failed", "mean"])
-        for q in questions:
-            w.writerow([q["assignment"], q["notebook"], q["cell"], q["max"], q["n"], q["full"], q["failed"],
-                        f"{q['mean']:.2f}"])
-    from .collect import not_placed_summary  # files collect could not place, with the reason
-    (out_dir / "summary.md").write_text(_summary_md(questions, flagged) + "".join(
-        line + "\n" for line in not_placed_summary(course_root)))
-    log(f"wrote {out_dir / 'grades.csv'}, {out_dir / 'summary.csv'} and {out_dir / 'summary.md'}")
-    return out_dir / "grades.csv", out_dir / "summary.md"
-
-
-def _questions(gb):
-    from nbgrader.api import Grade
-    stats = []
-    for assignment in gb.assignments:
-        for notebook in assignment.notebooks:
-            for cell in notebook.grade_cells:
-                scores = [g.score for g in gb.db.query(Grade).filter(Grade.cell_id == cell.id)]
-                if not scores:  # a lesson nobody has submitted yet
-                    continue
-                stats.append(dict(assignment=assignment.name, notebook=notebook.name, cell=cell.name,
-                                  max=cell.max_score, n=len(scores), full=sum(s >= cell.max_score for s in scores),
-                                  failed=sum(s == 0 for s in scores),
-                                  mean=sum(scores) / len(scores) if scores else 0.0))
-    return sorted(stats, key=lambda q: (-q["failed"], q["assignment"], q["cell"]))
-
-
-def _flagged(course_root):
-    flagged = defaultdict(list)
-    for report in sorted(Path(course_root, "reports").glob("*/*.json")):
-        r = json.loads(report.read_text())
-        if r["flags"]:
-            flagged[(r["lesson"], r["student"])] = r["flags"]
-    return flagged
-
-
-def _summary_md(questions, flagged):
-    lines = ["# Grading summary", "", "## Questions, most failed first", "",
-             "| assignment | cell | points | submissions | full marks | zero | mean |", "|---|---|---|---|---|---|---|"]
-    lines += [f"| {q['assignment']} | {q['cell']} | {q['max']:g} | {q['n']} | {q['full']} | {q['failed']} | "
-              f"{q['mean']:.2f} |" for q in questions]
-    lines += ["", f"## Flagged for manual review ({len(flagged)})", ""]
-    for (lesson, student), flags in sorted(flagged.items()):
-        lines.append(f"- **{student}**, {lesson} (formgrader: /formgrader/manage_students/{student}/{lesson}; "
-                     f"notebook: autograded/{student}/{lesson}/{lesson}.ipynb):")
-        lines += [f"  - {f}" for f in flags]
-    return "\n".join(lines) + "\n"

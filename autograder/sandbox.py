@@ -32,6 +32,7 @@ The launcher uses only the standard library: it runs before anything is imported
 import ctypes
 import json
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -119,6 +120,7 @@ class Cgroups:
 
     def __init__(self, name, memory_mb, nproc):
         self.dirs = []
+        Cgroups.existing(name).remove()  # one left by a killed launcher whose pid this one now has
         bases = cgroup_bases()
         if "v2" in bases:
             group = os.path.join(bases["v2"], "autograder", name)
@@ -163,6 +165,138 @@ class Cgroups:
                     except OSError:
                         pass
                     time.sleep(0.05)
+
+
+# ---------------------------------------------------------------- nothing left behind by a killed launcher
+#
+# The launcher removes its cgroups and unmounts the runtime tmpfs when the kernel ends. A launcher
+# killed outright (SIGKILL: a worker killed past the hard limit takes its kernels' launchers with it)
+# cannot, so before it makes either, it starts a janitor: a tiny process in a session of its own
+# (no process-group kill of the worker or the launcher reaches it) that waits on a pipe only the
+# launcher holds. The launcher writes "done" there after its own clean-up; end of file without it
+# means the launcher was killed, and the janitor kills what is left in the cgroups, removes them,
+# unmounts the runtime tmpfs (recognised by its mount source, `autograder-<launcher pid>`, and only
+# while it is the top mount there) and, once the process that started the launcher (the worker's
+# kernel manager) is gone too, removes the runtime folder. `sweep()` does the same for anything a
+# killed janitor left, from the mounts' and cgroups' names, for every launcher no longer running;
+# `probe` runs it before each grading run.
+
+def _mount_tag(pid):
+    return f"autograder-{pid}"
+
+
+def _mounts():
+    """[(mount point, fs type, source)] of this mount namespace, in mount order (the last one on top)."""
+    found = []
+    try:
+        with open("/proc/self/mountinfo") as f:
+            for line in f:
+                left, _, right = line.partition(" - ")
+                point = left.split()[4]
+                point = re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), point)
+                kind, source = (right.split() + ["", ""])[:2]
+                found.append((point, kind, source))
+    except OSError:
+        pass
+    return found
+
+
+def _unmount_if_ours(path, tag):
+    """Lazily unmount the tmpfs `tag` at `path` if it is the top mount there; True when it did."""
+    on_top = [source for point, kind, source in _mounts() if point == path]
+    if on_top and on_top[-1] == tag:
+        return _libc.umount2(path.encode(), MNT_DETACH) == 0
+    return False
+
+
+def _alive(pid):
+    """True while `pid` runs (a zombie is not running)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _is_launcher(pid):
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return _alive(pid) and os.path.basename(__file__).encode() in f.read()
+    except OSError:
+        return False
+
+
+def _clean_after(launcher, runtime, parent):
+    """What a killed launcher left: its cgroups, its runtime tmpfs, and (its parent gone) the runtime folder."""
+    Cgroups.existing(str(launcher)).remove()
+    _unmount_if_ours(runtime, _mount_tag(launcher))
+    for _ in range(40):  # the worker is killed with its launcher: give it 2 s to be gone
+        if not _alive(parent):
+            if os.path.basename(runtime).startswith("ag-") and not os.path.ismount(runtime):
+                shutil.rmtree(runtime, ignore_errors=True)
+            return
+        time.sleep(0.05)
+
+
+def _start_janitor(runtime):
+    """Fork the janitor (see above); returns the write end of its pipe, to be sent "done" by a clean exit."""
+    launcher, parent = os.getpid(), os.getppid()
+    r, w = os.pipe()  # not inherited by the kernel (close-on-exec): only the launcher holds `w`
+    first = os.fork()
+    if first == 0:
+        try:
+            os.setsid()
+            if os.fork() == 0:  # the janitor: a grandchild, so nobody has to wait for it
+                null = os.open(os.devnull, os.O_RDWR)
+                for fd in (0, 1, 2):
+                    os.dup2(null, fd)
+                os.closerange(3, r)
+                os.closerange(r + 1, 65536)
+                for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
+                    signal.signal(sig, signal.SIG_IGN)
+                said = b""
+                while True:
+                    chunk = os.read(r, 64)
+                    if not chunk:
+                        break
+                    said += chunk
+                if b"done" not in said:
+                    _clean_after(launcher, runtime, parent)
+        except BaseException:  # noqa: BLE001: never run the launcher's code in a child
+            pass
+        os._exit(0)
+    os.close(r)
+    os.waitpid(first, 0)
+    return w
+
+
+def sweep(log=None):
+    """Remove what killed launchers left (root only): runtime tmpfs mounts and cgroups of launchers not running."""
+    removed = []
+    if os.geteuid() != 0:
+        return removed
+    for point, kind, source in reversed(_mounts()):
+        found = re.fullmatch(r"autograder-(\d+)", source)
+        if kind == "tmpfs" and found and not _is_launcher(int(found.group(1))):
+            if _unmount_if_ours(point, source):
+                removed.append(f"runtime tmpfs {point}")
+    bases = cgroup_bases()
+    folders = [os.path.join(bases["v2"], "autograder")] if "v2" in bases else list(bases.values())
+    for folder in folders:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            group = re.fullmatch(r"(?:autograder-)?(?:probe-)?(\d+)", name)
+            if group and ("v2" in bases or name.startswith("autograder-")) and not _alive(int(group.group(1))):
+                left = Cgroups.existing(name.removeprefix("autograder-"))
+                present = [d for d in left.dirs if os.path.exists(d)]
+                left.remove()
+                removed += [f"cgroup {d}" for d in present if not os.path.exists(d)]
+    for what in removed if log else []:
+        log(f"removed what a killed kernel launcher left: {what}")
+    return removed
 
 
 def _write(path, text, missing_ok=False):
@@ -290,8 +424,10 @@ def launch(settings, cmd):
               "(use autograder.sandbox.SandboxKernelManager)", file=sys.stderr, flush=True)
         os._exit(126)
     use_bwrap = bool(settings["bwrap"] and bwrap_path())
-    cgroups, mounted, status = None, False, 127 << 8
+    cgroups, mounted, status, janitor = None, False, 127 << 8, None
     try:
+        if root and (settings["cgroup"] or use_bwrap):
+            janitor = _start_janitor(runtime)  # cleans up if this process is killed before its `finally`
         if root and settings["cgroup"]:
             try:
                 cgroups = Cgroups(f"{os.getpid()}", settings["memory_mb"], settings["nproc"])
@@ -299,8 +435,11 @@ def launch(settings, cmd):
                 print(f"autograder sandbox: WARNING: no cgroup for this kernel ({e}): memory is capped as "
                       "address space only", file=sys.stderr, flush=True)
         if root and use_bwrap:  # a 1 MB tmpfs over the runtime directory: the kernel cannot fill the disk through it
-            mounted = _libc.mount(b"tmpfs", runtime.encode(), b"tmpfs", ctypes.c_ulong(MS_NOSUID | MS_NODEV),
-                                  b"size=1m,nr_inodes=64,mode=0700") == 0
+            for point, _, source in reversed(_mounts()):  # a killed launcher's, before a restart of the kernel
+                if point == runtime and source.startswith(_mount_tag("")):
+                    _libc.umount2(runtime.encode(), MNT_DETACH)
+            mounted = _libc.mount(_mount_tag(os.getpid()).encode(), runtime.encode(), b"tmpfs",
+                                  ctypes.c_ulong(MS_NOSUID | MS_NODEV), b"size=1m,nr_inodes=64,mode=0700") == 0
             with open(cmd[i], "w") as f:
                 f.write(connection)
         status = _run(settings, cmd, runtime, use_bwrap, cgroups)
@@ -309,6 +448,8 @@ def launch(settings, cmd):
             cgroups.remove()
         if mounted:
             _libc.umount2(runtime.encode(), MNT_DETACH)
+        if janitor is not None:
+            os.write(janitor, b"done")
     os._exit(os.waitstatus_to_exitcode(status) & 0xFF)
 
 
@@ -421,6 +562,7 @@ def probe(settings, timeout=120):
     hidden = [p for p in settings.get("must_not_see", []) if os.path.exists(p)]
     warnings = []
     root = os.geteuid() == 0
+    sweep()  # what launchers killed in an earlier run left (their janitors normally remove it at once)
     if settings["bwrap"] and not bwrap_path():
         warnings.append("bubblewrap (bwrap) not found (apt-get install bubblewrap): the kernel sees the whole "
                         "file system (other copies of the solutions, other students' files), shares the network "

@@ -228,6 +228,88 @@ def test_a_missing_bubblewrap_is_named_in_a_warning(monkeypatch, tmp_path):
     assert "bubblewrap (bwrap) not found" in text and "network" in text and "file system" in text, warnings
 
 
+# ---------------------------------------------------------------- nothing left behind by a killed worker
+
+WORKER = """
+import asyncio, json, os, sys, time
+from autograder import sandbox
+loop = asyncio.new_event_loop()
+km = sandbox.SandboxKernelManager(kernel_name="python3")
+km.sandbox = json.loads(sys.argv[1])
+loop.run_until_complete(km.start_kernel(cwd=sys.argv[2]))
+kc = km.client()
+kc.start_channels()
+loop.run_until_complete(kc.wait_for_ready(timeout=120))
+print(json.dumps({"launcher": km.provisioner.pid, "runtime": os.path.dirname(km.connection_file)}), flush=True)
+time.sleep(600)
+"""
+
+
+def _leftovers(launcher, runtime):
+    """What of one kernel's launcher is still there: its runtime mount and folder, its cgroups, itself."""
+    left = [f"mount {point}" for point, _, _ in sandbox._mounts() if point == runtime]
+    left += [f"folder {runtime}"] if os.path.exists(runtime) else []
+    left += [f"cgroup {d}" for d in sandbox.Cgroups.existing(str(launcher)).dirs if os.path.exists(d)]
+    left += [f"launcher {launcher}"] if sandbox._alive(launcher) else []
+    return left
+
+
+@pytest.mark.parametrize("kill", ["worker and launchers", "worker only"])
+def test_a_worker_killed_past_the_hard_limit_leaves_no_mount_no_cgroup_and_no_folder(settings, tmp_path, kill):
+    """As grading's _Running.kill does past the hard limit: SIGKILL to the worker's process group and to each
+    kernel launcher's; or the worker alone (its launchers die with it, by their parent-death signal)."""
+    import signal
+    import time
+    worker = subprocess.Popen([sys.executable, "-c", WORKER, json.dumps(settings), str(tmp_path)], cwd=REPO,
+                              env={**os.environ, "PYTHONPATH": str(REPO)}, stdout=subprocess.PIPE, text=True,
+                              start_new_session=True)
+    try:
+        started = json.loads(worker.stdout.readline())
+    except ValueError:
+        worker.kill()
+        raise
+    launcher, runtime = started["launcher"], started["runtime"]
+    assert f"mount {runtime}" in _leftovers(launcher, runtime)  # there while the kernel runs
+    if settings["cgroup"]:
+        assert any(item.startswith("cgroup ") for item in _leftovers(launcher, runtime))
+    os.killpg(worker.pid, signal.SIGKILL)
+    if kill == "worker and launchers":
+        os.killpg(launcher, signal.SIGKILL)
+    worker.wait()
+    deadline = time.monotonic() + 20
+    while _leftovers(launcher, runtime) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert _leftovers(launcher, runtime) == []
+
+
+def test_sweep_removes_what_a_killed_launcher_and_its_janitor_left(tmp_path):
+    """probe() sweeps before grading: a runtime tmpfs and cgroups named after a launcher that no longer runs."""
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs and making cgroups needs root")
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    runtime = tmp_path / "ag-left"
+    runtime.mkdir()
+    assert sandbox._libc.mount(f"autograder-{dead.pid}".encode(), str(runtime).encode(), b"tmpfs", 0, b"size=1m") == 0
+    try:
+        groups = sandbox.Cgroups(str(dead.pid), 100, 10).dirs if sandbox.cgroup_bases() else []
+    except OSError:
+        groups = []
+    alive_runtime = tmp_path / "ag-running"  # a launcher still running is left alone (a stand-in for one)
+    alive_runtime.mkdir()
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "sandbox.py"])
+    sandbox._libc.mount(f"autograder-{running.pid}".encode(), str(alive_runtime).encode(), b"tmpfs", 0, b"size=1m")
+    try:
+        removed = sandbox.sweep()
+        assert os.path.ismount(alive_runtime)
+    finally:
+        sandbox._libc.umount2(str(alive_runtime).encode(), sandbox.MNT_DETACH)
+        running.kill()
+        running.wait()
+    assert f"runtime tmpfs {runtime}" in removed and not os.path.ismount(runtime)
+    assert all(not os.path.exists(d) for d in groups) and all(f"cgroup {d}" in removed for d in groups)
+
+
 # ---------------------------------------------------------------- one hostile kernel beside a victim
 
 BOMB = """
