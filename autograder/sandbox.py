@@ -41,8 +41,8 @@ import tempfile
 import time
 
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "NBGRADER_EXECUTION", "MPLBACKEND",
-            "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONPATH", "PYTHONHASHSEED", "VIRTUAL_ENV")
-KEEP_ENV_PREFIXES = ("LC_", "COURSE_", "PYDEVD_")
+            "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONPATH", "PYTHONHASHSEED", "VIRTUAL_ENV", "COURSE_DEVICE")
+KEEP_ENV_PREFIXES = ("LC_", "PYDEVD_")  # not COURSE_: the instructor's COURSE_FAST=0 must not reach a graded kernel
 SUBMISSION = "/run/submission"  # read-only view of the submission folder, copied into the working directory
 FONT_CACHE = "/run/font-cache"  # read-only view of the grader's matplotlib cache
 
@@ -404,7 +404,8 @@ def _kernel_env(home, python_path=()):
                MPLCONFIGDIR=f"{home}/.matplotlib", JUPYTER_RUNTIME_DIR=f"{home}/.jupyter",
                JUPYTER_DATA_DIR=f"{home}/.jupyter", XDG_CACHE_HOME=f"{home}/.cache",
                # the kernel's parent is bubblewrap's init (pid 1): 1 tells ipykernel not to poll it
-               JPY_PARENT_PID="1")
+               JPY_PARENT_PID="1",
+               COURSE_FAST="1")  # grading runs in fast mode, whatever the instructor's shell says
     return env
 
 

@@ -38,15 +38,15 @@ def seed_everything(seed=0):
 def is_fast_mode():
     """True in the shortened mode used by CI and by nbgrader's autograding.
 
-    Set COURSE_FAST=1 to ask for it; nbgrader sets NBGRADER_EXECUTION while it
-    runs a notebook, which turns it on too. COURSE_FAST=0 forces full mode.
+    Set COURSE_FAST=1 to ask for it; COURSE_FAST=0 forces full mode. Grading always runs
+    in fast mode: nbgrader sets NBGRADER_EXECUTION while it runs a notebook, and that wins
+    over COURSE_FAST (an instructor's COURSE_FAST=0 must not give graded kernels full-mode
+    training under the grader's cell time limit).
     """
-    flag = os.environ.get("COURSE_FAST", "").strip().lower()
-    if flag in ("1", "true", "yes"):
+    if os.environ.get("NBGRADER_EXECUTION"):
         return True
-    if flag in ("0", "false", "no"):
-        return False
-    return bool(os.environ.get("NBGRADER_EXECUTION"))
+    flag = os.environ.get("COURSE_FAST", "").strip().lower()
+    return flag in ("1", "true", "yes")
 
 
 def budget(full, fast):
