@@ -69,8 +69,9 @@ def main(argv=None):
     p.add_argument("--student", action="append", metavar="ID", help="grade only this student (repeatable)")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="submissions graded at once, in separate processes (default 1; use the number of cores)")
-    p.add_argument("--cell-timeout", type=int, default=60, metavar="S",
-                   help="seconds one cell may run before it is interrupted (default 60)")
+    p.add_argument("--cell-timeout", type=int, default=None, metavar="S",
+                   help="seconds one cell may run before it is interrupted (default: Execute.timeout in "
+                        "autograder/nbgrader_config.py, 120 s, the same as plain nbgrader)")
     p.add_argument("--notebook-timeout", type=int, default=300, metavar="S",
                    help="seconds of execution for one notebook; later cells are not run (default 300); "
                         "a worker still running 60 s later is killed")

@@ -58,7 +58,7 @@ HARD_LIMIT_GRACE_S = 60  # beyond the notebook budget: kernel start, sanitizing,
 
 @dataclass
 class Limits:
-    cell_timeout: int = 60        # seconds for one cell
+    cell_timeout: int = None      # seconds for one cell (None: nbgrader_config.py's Execute.timeout)
     notebook_timeout: int = 300   # seconds of execution for one notebook
     memory_mb: int = 4096         # address space of the kernel
     nproc: int = 512              # processes and threads of the sandbox user
@@ -85,7 +85,8 @@ def grading_config(course_root, db_url=None, limits=Limits(), sandbox_settings=N
     config = load_config(course_root)
     if db_url:
         config.CourseDirectory.db_url = db_url
-    config.Execute.timeout = limits.cell_timeout
+    if limits.cell_timeout is not None:  # else nbgrader_config.py's, the one plain nbgrader uses too
+        config.Execute.timeout = limits.cell_timeout
     config.Execute.iopub_timeout = 30  # output still arriving after the reply on a busy machine
     config.SandboxedExecute.notebook_timeout = limits.notebook_timeout
     config.SandboxedExecute.max_output_bytes = limits.output_kb * 1024

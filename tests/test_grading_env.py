@@ -21,3 +21,9 @@ def test_the_sandboxed_kernel_gets_fast_mode_and_no_other_course_variable(monkey
     monkeypatch.setenv("COURSE_DEVICE", "cpu")
     env = sandbox._kernel_env("/home/student")
     assert env["COURSE_FAST"] == "1" and "COURSE_CI" not in env and env["COURSE_DEVICE"] == "cpu"
+
+
+def test_grade_uses_the_cell_timeout_of_nbgrader_config_unless_told_otherwise(tmp_path):
+    from autograder.grading import Limits, grading_config
+    assert grading_config(tmp_path, limits=Limits()).Execute.timeout == 120  # nbgrader_config.py's, as plain nbgrader
+    assert grading_config(tmp_path, limits=Limits(cell_timeout=7)).Execute.timeout == 7
