@@ -57,12 +57,18 @@ class HideHiddenTests(NbGraderPreprocessor):
     """Turn an autograded notebook into what its feedback may show (see the module's docstring)."""
 
     def preprocess(self, nb, resources):
-        secrets = sorted({line.strip() for cell in nb.cells if cell.cell_type == "code"
-                          for block in HIDDEN.findall(cell.source) for line in block.splitlines()
-                          if len(line.strip()) >= MIN_SECRET_LINE}, key=len, reverse=True)
+        # the hidden tests' lines, from this notebook and from the lesson's source (the grader may keep them
+        # out of the autograded notebook): blanked wherever they still appear, a last line of defence
+        source = _course_notebook(self.config, resources, "source")
+        cells = [c for c in nb.cells + (source.cells if source is not None else []) if c.get("cell_type") == "code"]
+        secrets = sorted({line.strip() for cell in cells for block in HIDDEN.findall(cell.source)
+                          for line in block.splitlines() if len(line.strip()) >= MIN_SECRET_LINE},
+                         key=len, reverse=True)
         visible = {line.strip() for cell in nb.cells for line in HIDDEN.sub("", cell.source).splitlines()}
         secrets = [s for s in secrets if s not in visible]  # also shown to students: not a secret
-        submitted = _submitted_notebook(self.config, resources)
+        with_hidden = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in cells
+                       if "BEGIN HIDDEN TESTS" in c.source}
+        submitted = _course_notebook(self.config, resources, "submitted")
         if submitted is None:
             self.log.warning("no submitted notebook for %s: ordinary cells are shown without outputs",
                              resources.get("nbgrader", {}))
@@ -74,7 +80,8 @@ class HideHiddenTests(NbGraderPreprocessor):
             cell.get("metadata", {}).pop("autograder", None)  # what grading removed from test cells
             if cell.cell_type != "code":
                 continue  # Markdown: the student's text, sanitised with the whole page (SafeFeedbackExporter)
-            had_hidden = "BEGIN HIDDEN TESTS" in cell.source
+            had_hidden = "BEGIN HIDDEN TESTS" in cell.source or (
+                cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") in with_hidden - {None})
             clear._remove_hidden_test_region(cell)
             if _is_test(cell):
                 cell.outputs = _verdict(cell.get("outputs", []), had_hidden)
@@ -94,13 +101,17 @@ def _is_test(cell):
     return bool(m.get("grade")) and not m.get("solution")
 
 
-def _submitted_notebook(config, resources):
-    """The notebook the student submitted (course/submitted/<student>/<lesson>/<notebook>.ipynb), or None."""
+def _course_notebook(config, resources, step):
+    """The notebook being turned into feedback as the student submitted it (step "submitted":
+    course/submitted/<student>/<lesson>/) or the lesson's source ("source"), or None."""
     from nbgrader.coursedir import CourseDirectory
     try:
         info = resources["nbgrader"]
         coursedir = CourseDirectory(config=config)
-        folder = coursedir.format_path(coursedir.submitted_directory, info["student"], info["assignment"])
+        if step == "submitted":
+            folder = coursedir.format_path(coursedir.submitted_directory, info["student"], info["assignment"])
+        else:
+            folder = coursedir.format_path(coursedir.source_directory, ".", info["assignment"])
         return nbformat.read(str(Path(folder, f"{info['notebook']}.ipynb")), as_version=4)
     except Exception:  # noqa: BLE001: missing, unreadable or invalid: no outputs shown, never a crash
         return None
