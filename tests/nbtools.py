@@ -160,7 +160,7 @@ class LessonCode:
         setup = [c.source for i, c in enumerate(code) if i == 0 or (given and c.source.startswith(tuple(given)))
                  or "grader-setup" in c.metadata.get("tags", [])]
         self.setup = "\n".join(line for line in "\n".join(setup).splitlines() if not line.lstrip().startswith("%"))
-        self._setup_namespace = None
+        self.lesson, self._setup_namespace, self._grader_tests = lesson, None, None
         self.answers = {grade_id(c): re.sub(r"[ \t]*### (BEGIN|END) SOLUTION\n", "", c.source)
                         for c in code if is_solution(c)}
         self.tests = {grade_id(c): c.source for c in code if is_test(c)}
@@ -188,16 +188,18 @@ class LessonCode:
 
     def run_all_test_cells(self, replacement=None):
         """{test_id: None if the cell passed, else the exception it raised}: every graded test cell,
-        in notebook order, in one namespace holding every answer with `replacement` in place."""
+        in notebook order, run the grader's way (autograder.verdicts: the test cell in a namespace of
+        its own built from the grader-setup cells, the answers reached through remote handles) against
+        one namespace, standing in for the kernel, that holds every answer with `replacement` in place.
+        So a test cell that rebinds a student's name or writes into a student's object changes
+        nothing the answers see, as in grading."""
         import contextlib
         import io
-        verdicts = {}
+        from autograder import verdicts
+        if self._grader_tests is None:
+            self._grader_tests = verdicts.LessonTests(load(SOLUTIONS / f"{self.lesson}.ipynb"))
         with contextlib.redirect_stdout(io.StringIO()):
-            namespace = self._answered(replacement)
-            for test_id, source in self.tests.items():
-                try:
-                    exec(source, namespace)
-                    verdicts[test_id] = None
-                except Exception as failure:  # noqa: BLE001: a failing test cell is a verdict
-                    verdicts[test_id] = failure
-        return verdicts
+            kernel = self._answered(replacement)
+        runner = self._grader_tests.runner(verdicts.Session(verdicts.in_process_transport(kernel)))
+        with contextlib.redirect_stdout(io.StringIO()):
+            return {test_id: runner.run(test_id)[1] for test_id in self.tests}

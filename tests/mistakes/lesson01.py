@@ -76,6 +76,54 @@ ALTERNATIVES = {
 
 
 MISTAKES = {
+    # charged once (issue 19 s8): each of these fails its own test cell only
+    "decoder step that keeps the GRU's layer axis in the new state": ("test_decoder_step", """
+        class Decoder(Decoder):
+            def step(self, token, hidden, context):
+                x = torch.cat([self.embedding(token), context], -1).unsqueeze(1)
+                out, h = self.rnn(x, hidden.unsqueeze(0))
+                return self.out(out[:, 0]), h
+    """),
+    "encoder run under torch.no_grad (nothing trains)": ("test_encoder", """
+        class Encoder(Encoder):
+            @torch.no_grad()
+            def forward(self, src, src_lengths):
+                out, _ = self.rnn(self.embedding(src))
+                return out, out[torch.arange(src.shape[0]), src_lengths - 1]
+    """),
+    "encoder with the GRU's state and the embedding swapped in their names": ("test_encoder", """
+        class Encoder(Encoder):
+            def __init__(self, vocab_size, emb_dim, hidden_dim):
+                nn.Module.__init__(self)
+                self.emb = nn.Embedding(vocab_size, emb_dim, padding_idx=PAD)
+                self.gru = nn.GRU(emb_dim, hidden_dim, batch_first=True)
+            def forward(self, src, src_lengths):
+                out, _ = self.gru(self.emb(src))
+                return out, out[torch.arange(src.shape[0]), src_lengths - 1]
+    """),
+    "teacher forcing that detaches the context (the encoder never learns)": ("test_seq2seq_forward", """
+        class Seq2Seq(Seq2Seq):
+            def forward(self, src, src_lengths, tgt_in):
+                _, context = self.encoder(src, src_lengths)
+                context = context.detach()
+                x = torch.cat([self.decoder.embedding(tgt_in),
+                               context.unsqueeze(1).expand(-1, tgt_in.shape[1], -1)], -1)
+                out, _ = self.decoder.rnn(x, context.unsqueeze(0).contiguous())
+                return self.decoder.out(out)
+    """),
+    "loss that zeroes the padded logits in place": ("test_sequence_loss", """
+        def sequence_loss(logits, targets):
+            logits.data[targets == PAD] = 0.0
+            keep = targets != PAD
+            return F.cross_entropy(logits[keep], targets[keep])
+    """),
+    "greedy decoding that changes src in place": ("test_greedy_decode", """
+        _solution_greedy = greedy_decode
+        def greedy_decode(model, src, src_lengths, max_len):
+            out = _solution_greedy(model, src, src_lengths, max_len)
+            src[:, :1] = 3
+            return out
+    """),
     "final state taken at the last padded position": ("test_encoder", """
         class Encoder(Encoder):
             def forward(self, src, src_lengths):
