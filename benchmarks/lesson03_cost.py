@@ -10,10 +10,11 @@ the bigger one.
 """
 import argparse
 import math
-import time
 
 import torch
 import torch.nn.functional as F
+
+import course_utils as cu
 
 
 def explicit_attention(q, k, v):
@@ -24,15 +25,10 @@ def explicit_attention(q, k, v):
 
 
 def best_time(fn, repeats):
-    """Best wall time and best process time (seconds) of `repeats` calls, after one warm-up call."""
-    fn()
-    walls, cpus = [], []
-    for _ in range(repeats):
-        w0, c0 = time.perf_counter(), time.process_time()
-        fn()
-        walls.append(time.perf_counter() - w0)
-        cpus.append(time.process_time() - c0)
-    return min(walls), min(cpus)
+    """Median wall time and median process time (seconds) of `repeats` calls, with the course's timer
+    (course_utils.time_call: one warm-up call, the device synchronised around each call)."""
+    return (cu.time_call(fn, repeats=repeats, clock="wall").median,
+            cu.time_call(fn, repeats=repeats, warmup=0, clock="process").median)
 
 
 def main():

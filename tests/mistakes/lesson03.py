@@ -241,6 +241,61 @@ MISTAKES = {
     "concept: more heads see the order": ("test_concepts", """
         order_answer = "a"
     """),
+    # issue 19 section 8: each of these must fail its own cell and no other
+    "softmax that subtracts the maximum in place (changes the caller's array)": ("test_softmax", """
+        def softmax(x, axis=-1):
+            x = np.asarray(x, dtype=float)
+            x -= np.max(x, axis=axis, keepdims=True)
+            e = np.exp(x)
+            return e / e.sum(axis=axis, keepdims=True)
+    """),
+    "attention row that scales q in place": ("test_attention_np", """
+        def attention_row(q, K, V):
+            q /= np.sqrt(q.shape[-1])
+            weights = softmax(K @ q)
+            return weights @ V, weights
+    """),
+    "torch attention that scales q in place": ("test_attention_torch", """
+        def scaled_dot_product_attention(q, k, v, mask=None):
+            q.div_(math.sqrt(q.shape[-1]))
+            s = q @ k.transpose(-2, -1)
+            if mask is not None:
+                s = s.masked_fill(~mask, float("-inf"))
+            w = torch.softmax(s, dim=-1)
+            return w @ v, w
+    """),
+    "torch attention whose weights are detached (no gradient to q and k)": ("test_attention_torch", """
+        def scaled_dot_product_attention(q, k, v, mask=None):
+            s = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).detach()
+            if mask is not None:
+                s = s.masked_fill(~mask, float("-inf"))
+            w = torch.softmax(s, dim=-1)
+            return w @ v, w
+    """),
+    "torch attention with the softmax over the queries, unscaled (charged to Exercise 3 only)": ("test_attention_torch", """
+        def scaled_dot_product_attention(q, k, v, mask=None):
+            w = torch.softmax(q @ k.transpose(-2, -1), dim=-2)
+            return w @ v, w
+    """),
+    "SelfAttention that detaches the queries (no gradient to W_Q)": ("test_self_attention", """
+        class SelfAttention(SelfAttention):
+            def forward(self, x, mask=None):
+                return scaled_dot_product_attention(self.W_Q(x).detach(), self.W_K(x), self.W_V(x), mask)
+    """),
+    "SelfAttention that scales x in place": ("test_self_attention", """
+        class SelfAttention(SelfAttention):
+            def forward(self, x, mask=None):
+                x.mul_(1.0)
+                x.add_(0.0 * x + 1e-3)
+                return scaled_dot_product_attention(self.W_Q(x), self.W_K(x), self.W_V(x), mask)
+    """),
+    "permutation_gap that shuffles x in place": ("test_permutation_gap", """
+        def permutation_gap(fn, x, perm):
+            with torch.no_grad():
+                original = fn(x)[:, perm]
+                x[:] = x[:, perm]
+                return (fn(x) - original).abs().max().item()
+    """),
 }
 
 
@@ -291,11 +346,6 @@ ALTERNATIVES = {
                     s = torch.where(mask, s, float("-inf"))
                 w = s.softmax(-1)
                 return w @ v, w
-    """),
-    "charged once: a wrong scaled_dot_product_attention does not fail the SelfAttention test": ("test_self_attention", """
-        def scaled_dot_product_attention(q, k, v, mask=None):
-            w = torch.softmax(q @ k.transpose(-2, -1), dim=-2)
-            return w @ v, w
     """),
     "permutation_gap with numpy and the inverse on the other side": ("test_permutation_gap", """
         def permutation_gap(fn, x, perm):

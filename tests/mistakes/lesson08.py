@@ -139,6 +139,128 @@ ALTERNATIVES = {
             ones = torch.ones(L_q, L_k, dtype=torch.bool)
             return ones.tril(diagonal=L_k - L_q) & ones.triu(diagonal=L_k - L_q - window + 1)
     """),
+    "rope with split halves (rotate_half, GPT-NeoX and Hugging Face)": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+            angle = positions.double()[:, None] * omega
+            cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+            a, b = x[..., : d // 2], x[..., d // 2:]
+            return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
+    """),
+    "rope with float32 frequencies and positions (Hugging Face's inv_freq)": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            inv_freq = 1.0 / (base ** (torch.arange(0, d, 2, dtype=torch.int64).float() / d))
+            angle = positions.float()[:, None] * inv_freq[None, :]
+            cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+            even, odd = x[..., 0::2], x[..., 1::2]
+            return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+    """),
+    "rope with split halves, float32 angles and cos/sin repeated over the halves": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            inv_freq = 1.0 / (base ** (torch.arange(0, d, 2).float() / d))
+            emb = torch.cat([torch.outer(positions.float(), inv_freq)] * 2, dim=-1)
+            rotate_half = lambda t: torch.cat([-t[..., d // 2:], t[..., : d // 2]], dim=-1)
+            return (x * emb.cos().to(x.dtype) + rotate_half(x) * emb.sin().to(x.dtype))
+    """),
+    "rope with a Python loop over the pairs": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            out = x.clone()
+            for i in range(d // 2):
+                angle = positions.to(x.dtype) * base ** (-2 * i / d)
+                a, b = x[..., 2 * i], x[..., 2 * i + 1]
+                out[..., 2 * i] = a * torch.cos(angle) - b * torch.sin(angle)
+                out[..., 2 * i + 1] = a * torch.sin(angle) + b * torch.cos(angle)
+            return out
+    """),
+    "causal_mask with two loops": ("test_causal_mask", """
+        def causal_mask(L_q, L_k):
+            m = torch.zeros(L_q, L_k, dtype=torch.bool)
+            for i in range(L_q):
+                for j in range(L_k):
+                    m[i, j] = j <= i + L_k - L_q
+            return m
+    """),
+    "causal_mask from PyTorch's causal_lower_right": ("test_causal_mask", """
+        def causal_mask(L_q, L_k):
+            from torch.nn.attention.bias import causal_lower_right
+            return causal_lower_right(L_q, L_k)._materialize().to(torch.bool)
+    """),
+    "KVCache with a preallocated buffer that grows by doubling": ("test_kv_cache", """
+        class KVCache:
+            def __init__(self):
+                self._k = self._v = None
+                self.n = 0
+
+            @property
+            def k(self):
+                return None if self._k is None else self._k[:, :, : self.n]
+
+            @property
+            def v(self):
+                return None if self._v is None else self._v[:, :, : self.n]
+
+            def update(self, k_new, v_new):
+                T = k_new.shape[2]
+                if self._k is None or self.n + T > self._k.shape[2]:
+                    size = max(2 * (self.n + T), 4)
+                    k_buf = k_new.new_zeros(*k_new.shape[:2], size, k_new.shape[3])
+                    v_buf = v_new.new_zeros(*v_new.shape[:2], size, v_new.shape[3])
+                    if self._k is not None:
+                        k_buf[:, :, : self.n], v_buf[:, :, : self.n] = self.k, self.v
+                    self._k, self._v = k_buf, v_buf
+                self._k[:, :, self.n: self.n + T] = k_new
+                self._v[:, :, self.n: self.n + T] = v_new
+                self.n += T
+                return self.k, self.v
+
+            def __len__(self):
+                return self.n
+    """),
+    "cached_self_attention reading cache.k after the update, with an inline mask": ("test_cached_self_attention", """
+        def cached_self_attention(layer, x_new, cache):
+            q, k, v = layer.project(x_new)
+            cache.update(k, v)
+            k, v = cache.k, cache.v
+            T, L = q.shape[2], len(cache)
+            allowed = torch.arange(L)[None, :] <= torch.arange(L - T, L)[:, None]
+            weights = torch.einsum("bhqd,bhkd->bhqk", q, k).mul(layer.head_dim ** -0.5)
+            weights = torch.where(allowed, weights, float("-inf")).softmax(-1)
+            return layer.merge(weights @ v), weights
+    """),
+    "tiled_attention with float32 running statistics on float64 inputs": ("test_tiled_attention", """
+        def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
+            B, H, L_q, d = q.shape
+            L_k = k.shape[2]
+            m = torch.full((B, H, L_q), float("-inf"))
+            s = torch.zeros(B, H, L_q)
+            o = torch.zeros(B, H, L_q, d)
+            for j0 in range(0, L_k, tile_size):
+                key_pos = torch.arange(j0, min(j0 + tile_size, L_k))
+                allowed = torch.ones(1, 1, L_q, len(key_pos), dtype=torch.bool)
+                if causal:
+                    allowed = allowed & (key_pos[None, :] <= torch.arange(L_q)[:, None] + L_k - L_q)
+                if key_lengths is not None:
+                    allowed = allowed & (key_pos[None, None, None, :] < key_lengths[:, None, None, None])
+                x = (q @ k[:, :, j0:j0 + tile_size].transpose(-2, -1) / math.sqrt(d)).float()
+                x = x.masked_fill(~allowed, float("-inf"))
+                m_new, s = online_softmax_update(m, s, x)
+                safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+                o = o * torch.exp(m - safe)[..., None] + torch.exp(x - safe[..., None]) @ v[:, :, j0:j0 + tile_size].float()
+                m = m_new
+            return torch.where(s[..., None] > 0, o / s.clamp_min(1e-30)[..., None], torch.zeros_like(o)).to(q.dtype)
+    """),
 }
 
 
@@ -405,17 +527,6 @@ MISTAKES = {
             weights = torch.softmax(scores, -1).nan_to_num(0.0)
             return weights @ v, weights
     """),
-    "rope rotating the two halves instead of adjacent pairs": ("test_rope", """
-        def rope(x, positions, base=10000.0):
-            d = x.shape[-1]
-            if d % 2:
-                raise ValueError("d must be even")
-            omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
-            angle = positions.double()[:, None] * omega
-            cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
-            a, b = x[..., : d // 2], x[..., d // 2:]
-            return torch.cat([a * cos - b * sin, a * sin + b * cos], dim=-1)
-    """),
     "rope rotating clockwise": ("test_rope", """
         def rope(x, positions, base=10000.0):
             d = x.shape[-1]
@@ -459,5 +570,115 @@ MISTAKES = {
             p = torch.arange(L_q)[:, None]
             j = torch.arange(L_k)[None, :]
             return (j <= p) & (j > p - window)
+    """),
+    # each of these must fail its own test cell and no other (issue 19 section 8)
+    "rope that rotates x in place": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+            angle = positions.double()[:, None] * omega
+            cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+            even, odd = x[..., 0::2].clone(), x[..., 1::2].clone()
+            x[..., 0::2] = even * cos - odd * sin
+            x[..., 1::2] = even * sin + odd * cos
+            return x
+    """),
+    "rope that pairs the split halves but writes the result interleaved": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            angle = positions.double()[:, None] * base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+            cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+            a, b = x[..., : d // 2], x[..., d // 2:]
+            return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
+    """),
+    "rope that ignores the positions (every row at position 1)": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            angle = torch.ones(len(positions), 1, dtype=torch.float64) * base ** (
+                -torch.arange(0, d, 2, dtype=torch.float64) / d)
+            cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+            even, odd = x[..., 0::2], x[..., 1::2]
+            return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+    """),
+    "online_softmax_update that rescales s in place": ("test_online_softmax_update", """
+        def online_softmax_update(m, s, block):
+            m_new = torch.maximum(m, block.amax(dim=-1))
+            safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+            s.mul_(torch.exp(m - safe)).add_(torch.exp(block - safe[..., None]).sum(dim=-1))
+            return m_new, s
+    """),
+    "online_softmax_update that overwrites m in place": ("test_online_softmax_update", """
+        def online_softmax_update(m, s, block):
+            m_old = m.clone()
+            m.copy_(torch.maximum(m, block.amax(dim=-1)))
+            safe = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+            return m, s * torch.exp(m_old - safe) + torch.exp(block - safe[..., None]).sum(dim=-1)
+    """),
+    "KVCache that clears the caller's k_new in place": ("test_kv_cache", """
+        class KVCache:
+            def __init__(self):
+                self.k = self.v = None
+
+            def update(self, k_new, v_new):
+                if self.k is None:
+                    self.k, self.v = k_new, v_new
+                else:
+                    self.k = torch.cat([self.k, k_new], dim=2)
+                    self.v = torch.cat([self.v, v_new], dim=2)
+                k_new.zero_()
+                return self.k, self.v
+
+            def __len__(self):
+                return 0 if self.k is None else self.k.shape[2]
+    """),
+    "cached_self_attention that concatenates the cache by hand and never stores the new keys": ("test_cached_self_attention", """
+        def cached_self_attention(layer, x_new, cache):
+            q, k, v = layer.project(x_new)
+            if cache.k is not None:
+                k, v = torch.cat([cache.k, k], dim=2), torch.cat([cache.v, v], dim=2)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(layer.head_dim)
+            weights = torch.softmax(scores.masked_fill(~causal_mask(q.shape[2], k.shape[2]), float("-inf")), -1)
+            return layer.merge(weights @ v), weights
+    """),
+    "tiled_attention that scales q in place": ("test_tiled_attention", """
+        def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
+            q.mul_(1 / math.sqrt(q.shape[-1]))
+            B, H, L_q, d = q.shape
+            L_k = k.shape[2]
+            m = torch.full((B, H, L_q), float("-inf"), dtype=q.dtype)
+            s = torch.zeros(B, H, L_q, dtype=q.dtype)
+            o = torch.zeros_like(q)
+            for j0 in range(0, L_k, tile_size):
+                key_pos = torch.arange(j0, min(j0 + tile_size, L_k))
+                allowed = torch.ones(1, 1, L_q, len(key_pos), dtype=torch.bool)
+                if causal:
+                    allowed = allowed & (key_pos[None, :] <= torch.arange(L_q)[:, None] + L_k - L_q)
+                if key_lengths is not None:
+                    allowed = allowed & (key_pos[None, None, None, :] < key_lengths[:, None, None, None])
+                x = (q @ k[:, :, j0:j0 + tile_size].transpose(-2, -1)).masked_fill(~allowed, float("-inf"))
+                m_new, s = online_softmax_update(m, s, x)
+                safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+                o = o * torch.exp(m - safe)[..., None] + torch.exp(x - safe[..., None]) @ v[:, :, j0:j0 + tile_size]
+                m = m_new
+            return torch.where(s[..., None] > 0, o / s.clamp_min(1e-30)[..., None], torch.zeros_like(o))
+    """),
+    "grouped_query_attention that scales q in place": ("test_grouped_query_attention", """
+        def grouped_query_attention(q, k, v, mask=None):
+            H, G = q.shape[1], k.shape[1]
+            if H % G:
+                raise ValueError("G must divide H")
+            q.div_(math.sqrt(q.shape[-1]))
+            k, v = k.repeat_interleave(H // G, 1), v.repeat_interleave(H // G, 1)
+            scores = q @ k.transpose(-2, -1)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = torch.softmax(scores, -1)
+            return weights @ v, weights
     """),
 }
