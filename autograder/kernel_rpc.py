@@ -67,10 +67,14 @@ def encode(value, depth=0):
         original = str(tensor.dtype).replace("torch.", "")
         if tensor.dtype in (torch.bfloat16, torch.float16):
             tensor = tensor.float()
+        if tensor.numel() * tensor.element_size() > MAX_ANSWER_BYTES // 2:
+            raise MemoryError("an answer too large to send")
         array = tensor.contiguous().numpy()
         return {"t": "tensor", "dtype": str(array.dtype), "as": original, "shape": list(array.shape),
                 "b64": base64.b64encode(array.tobytes()).decode()}
     if type(value) is np.ndarray:
+        if value.nbytes > MAX_ANSWER_BYTES // 2:
+            raise MemoryError("an answer too large to send")
         array = np.ascontiguousarray(value)
         if array.dtype.hasobject:
             return {"t": "handle", "id": _keep(value), "kind": "ndarray(object)"}
