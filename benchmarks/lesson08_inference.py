@@ -3,17 +3,19 @@
 Runs the notebook's own code (the given layer, the solution answers and the measuring helpers
 of solutions/08_fast_attention.ipynb) and prints:
 
-* tokens per second generating with and without the KV cache (decode steps; the cache's prefill
-  is not timed), against the context length;
+* generation with and without the KV cache, against the context length: time to first token (the
+  prefill), time per output token (the decode steps) and the end-to-end time of all new tokens;
 * peak memory (bytes of the tensors created, counted by course_utils.memory.TensorMemory) and
   time of naive against tiled attention, against the sequence length;
 * the KV-cache memory of a 7B-shaped model for G = H, H/4 and 1 key/value heads.
 
     python benchmarks/lesson08_inference.py [--device cuda] [--threads 2]
 
-On a CPU the times are CPU time of this process (the notebook's `seconds`), which other
-programs on a shared machine inflate much less than wall time; they still share caches and
-memory bandwidth, so compare the two columns of one run (ratios) rather than runs.
+Every time is the notebook's `seconds`, i.e. the course's timer `course_utils.time_call` (a warm-up
+call, then the median of the timed calls): on a CPU the CPU time of this process, which other
+programs on a shared machine inflate much less than wall time (they still share caches and memory
+bandwidth, so compare the columns of one run, as ratios, rather than runs); on a GPU wall time with
+the device synchronised.
 """
 import argparse
 import os
@@ -64,18 +66,23 @@ def main():
     print(f"device {device}, torch {torch.__version__}, {torch.get_num_threads()} threads")
 
     print("\n1. Generation with and without the KV cache (TinyDecoder: 4 layers, d_model 256, 8 heads)")
+    print(f"   {args.new_tokens} new tokens; ms, recomputing / with the cache")
     torch.manual_seed(0)
-    model = ns["TinyDecoder"]().eval()
+    model = ns["TinyDecoder"]().to(device).eval()
+    seconds, n = ns["seconds"], args.new_tokens
     for L in (64, 128, 256, 512, 1024, 2048):
-        prompt = torch.randint(0, 100, (1, L), generator=torch.Generator().manual_seed(L))
-        n = args.new_tokens
-        recompute = n / ns["seconds"](lambda _: ns["generate_recompute"](model, prompt, n), 3)
-        cached = n / ns["seconds"](lambda state: ns["decode"](model, *state, n), 3,
-                                   setup=lambda: ns["prefill"](model, prompt))
-        _, caches = ns["generate_cached"](model, prompt, 1)
+        prompt = torch.randint(0, 100, (1, L), generator=torch.Generator().manual_seed(L)).to(device)
+        ttft_r = seconds(lambda: model(prompt)[:, -1:].argmax(-1), 3)
+        total_r = seconds(lambda: ns["generate_recompute"](model, prompt, n), 3)
+        ttft_c = seconds(lambda: ns["prefill"](model, prompt), 3)
+        decode_c = seconds(lambda state: ns["decode"](model, *state, n - 1), 3, setup=lambda: ns["prefill"](model, prompt))
+        total_c = seconds(lambda: ns["generate_cached"](model, prompt, n), 3)
+        tpot_r, tpot_c = (total_r - ttft_r) / (n - 1), decode_c / (n - 1)
+        caches, _ = ns["prefill"](model, prompt)
         cache_mib = sum(c.k.nbytes + c.v.nbytes for c in caches) / 2**20
-        print(f"   context {L:5d}: recompute {recompute:7.1f} tok/s   cache {cached:7.1f} tok/s   "
-              f"({cached / recompute:5.1f}x)   cache {cache_mib:6.2f} MiB", flush=True)
+        print(f"   context {L:5d}: first token {1e3 * ttft_r:7.1f} / {1e3 * ttft_c:7.1f}   per output token "
+              f"{1e3 * tpot_r:7.2f} / {1e3 * tpot_c:5.2f} ({tpot_r / tpot_c:5.1f}x)   all {n} {1e3 * total_r:8.1f} / "
+              f"{1e3 * total_c:7.1f} ({total_r / total_c:4.1f}x)   cache {cache_mib:6.2f} MiB", flush=True)
 
     print("\n2. Naive against tiled attention (B=1, H=4, head_dim 64, tile 128)")
     for L in (256, 512, 1024, 2048, 4096):
