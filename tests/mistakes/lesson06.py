@@ -181,7 +181,22 @@ MISTAKES.update({
                 return x + self.pe[: x.shape[0], None, :]
     """),
 })
-# charged once: the module's test uses a reference encoding
+# charged once: the module's test loads a reference table into its buffer
+MISTAKES["module that adds the encoding in place"] = ("test_positional_encoding_module", """
+    class PositionalEncoding(PositionalEncoding):
+        def forward(self, x):
+            if x.shape[1] > self.pe.shape[0]:
+                raise ValueError("too long")
+            x += self.pe[: x.shape[1]]
+            return x
+""")
+MISTAKES["module that detaches its output"] = ("test_positional_encoding_module", """
+    class PositionalEncoding(PositionalEncoding):
+        def forward(self, x):
+            if x.shape[1] > self.pe.shape[0]:
+                raise ValueError("too long")
+            return (x + self.pe[: x.shape[1]]).detach()
+""")
 MISTAKES["encoding with sin and cos swapped"] = (
     "test_sinusoidal", _pe("t / 10000 ** (2 * i / d_model)",
                                            fill="pe[:, 0::2], pe[:, 1::2] = torch.cos(angles), torch.sin(angles)"))
