@@ -31,8 +31,9 @@ import re
 WATCHED_MODULES = {"numpy", "torch", "builtins", "course_utils"}
 DEFAULT_ALIASES = {"np": "numpy", "numpy": "numpy", "torch": "torch", "builtins": "builtins",
                    "__builtins__": "builtins", "course_utils": "course_utils"}
-GRADER_FILES = re.compile(r"gradebook|solutions|hidden[ _]tests|\.git\b|nbgrader|autograded|submitted/",
-                          re.IGNORECASE)
+# the grader's files, as paths: `solutions` and `.git` only as a path component ("my solutions" is prose)
+GRADER_FILES = re.compile(r"gradebook|(?:^|[/\\])(?:solutions|\.git)(?:[/\\]|$)|hidden[ _]tests|nbgrader|autograded"
+                          r"|submitted/", re.IGNORECASE)
 
 
 def nbgrader_meta(cell):
@@ -43,16 +44,20 @@ def _sources(nb):
     return [c.source for c in nb.cells if c.cell_type == "code"]
 
 
+PYTHON_CELL_MAGICS = {"capture", "time", "timeit", "prun", "debug", "python", "python3", "pypy", "writefile", "file"}
+
+
 def _python(code):
     """The Python that IPython runs for a cell: magics, shell escapes and `x = %magic` lines as the calls
     they become (`get_ipython().run_line_magic('history', '')`), so that nothing hides in IPython syntax.
 
-    A cell magic's body is kept as code (`%%capture`, `%%time`, `%%writefile x.py` hold Python),
-    after a line naming the magic; other bodies then simply do not parse.
+    The body of a cell magic that holds Python (`%%capture`, `%%time`, `%%writefile x.py`) is kept as
+    code, after a line naming the magic; any other body (`%%bash`) is the string IPython passes it as.
     """
     lines = code.splitlines()
     first = next((i for i, line in enumerate(lines) if line.strip()), None)
-    if first is not None and lines[first].lstrip().startswith("%%"):
+    if first is not None and lines[first].lstrip().startswith("%%") \
+            and (lines[first].lstrip()[2:].split() or [""])[0] in PYTHON_CELL_MAGICS:
         name = lines[first].lstrip()[2:].split(maxsplit=1)
         call = f"get_ipython().run_cell_magic({(name or [''])[0]!r}, '', '')"
         return "\n".join(lines[:first] + [call] + [_python(chr(10).join(lines[first + 1:]))])
@@ -64,11 +69,21 @@ def _python(code):
 
 
 def _parse(code):
-    """AST of a cell as IPython runs it (see _python); None when it does not parse."""
-    try:
-        return ast.parse(_python(code))
-    except (SyntaxError, ValueError):
-        return None
+    """AST of a cell as IPython runs it (see _python); None when it does not parse.
+
+    A cell magic whose body is not Python (`%%bash`, `%%html`) is read as IPython runs it: one call
+    with the body as a string, which the string checks (`reach:`) still see."""
+    for text in (lambda: _python(code), lambda: _ipython_only(code)):
+        try:
+            return ast.parse(text())
+        except (SyntaxError, ValueError):
+            continue
+    return None
+
+
+def _ipython_only(code):
+    from IPython.core.inputtransformer2 import TransformerManager
+    return TransformerManager().transform_cell(code)
 
 
 def _module_aliases(trees):
@@ -408,6 +423,9 @@ def _introspection(node):
     for arg in args:
         if isinstance(arg, ast.Constant) and isinstance(arg.value, str) and (
                 arg.value in INTROSPECTION_MODULES | INTROSPECTION_ATTRIBUTES or HISTORY_NAMES.match(arg.value)):
+            on_object = isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "hasattr")
+            if on_object and REBOUND_EACH_CELL.match(arg.value) and _root_name(node.args[0]) != "__main__":
+                continue  # getattr(self, "_i"): an attribute of the student's own object
             return f"names {arg.value!r}"
     return None
 

@@ -191,3 +191,17 @@ def test_a_test_cell_turned_into_markdown_is_flagged(cell_type):
     assert flag_submission(submitted, SOURCE) == [
         f"structure: test cell test_f was turned into a {cell_type} cell (nbgrader restores it as a code cell "
         f"and grades it)"]
+
+
+@pytest.mark.parametrize("code", ["print('my solutions are below')", "x = getattr(self, '_i', 0)",
+                                  "msg = 'compare with the solutions in the lecture'"])
+def test_prose_and_own_attributes_are_not_flagged(code):
+    assert _flags(code) == []
+
+
+@pytest.mark.parametrize("code, kind", [("open('../solutions/03.ipynb')", "reach:"), ("x = '/srv/solutions'", "reach:"),
+                                        ("import __main__\ngetattr(__main__, '_i3')", "introspect:"),
+                                        ("%%bash\ncat /course/gradebook.db", "reach:"),
+                                        ("%%capture\nprint(In[-1])", "introspect:")])
+def test_grader_paths_and_history_in_every_form_are_flagged(code, kind):
+    assert any(f.startswith(kind) for f in _flags(code)), _flags(code)
