@@ -630,12 +630,16 @@ def test_names_that_are_not_utf8_hold_a_newline_or_differ_only_in_case_are_place
             f.write(_nb(raw.decode("latin-1")))
     with open(os.path.join(os.fsencode(src), b"Bob", b"notes\xff.txt"), "w") as f:
         f.write("x")
+    (src / "Bob" / "01_SEQ2SEQ_BOTTLENECK.ipynb").write_text(_nb("a case twin"))
     course = tmp_path / "course"
     lines = []
     got = collect(src, course, LESSONS, log=lines.append)
     assert _pairs(got) == [("Bob", "01_seq2seq_bottleneck"), ("bob_2", "01_seq2seq_bottleneck"),
                            ("caf", "01_seq2seq_bottleneck"), ("line_break", "01_seq2seq_bottleneck")]
-    assert got.problems == [("Bob/notes\\xff.txt", "not a notebook (.ipynb)")]
+    assert got.problems[0] == ("Bob/notes\\xff.txt", "not a notebook (.ipynb)")
+    (twin, why), = got.problems[1:]  # of two names that differ only in case, one is placed, the other listed
+    assert twin in ("Bob/01_SEQ2SEQ_BOTTLENECK.ipynb", "Bob/01_seq2seq_bottleneck.ipynb")
+    assert why.startswith("older duplicate for Bob/01_seq2seq_bottleneck: kept Bob/01_")
     assert "'Bob', 'bob' make the same student id" in got.collisions[0]
     assert "the folder name 'caf\\xe9' is not plain text (bytes that are not UTF-8, or a line break): placed as " \
            "student caf" in got.notes
