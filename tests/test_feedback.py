@@ -125,12 +125,26 @@ PAYLOADS = {
     "marquee": "<marquee onstart=window.PWNED=45>m</marquee>",
     "a_href_unicode_escape": "<a href=\"\u0001javascript:window.PWNED=46\">c</a>",
     "a_formaction": "<form><button formaction=\"javascript:window.PWNED=47\">b</button></form>",
+    "a_long_decimal_entities": "<a href=\"&#0000106&#0000097&#0000118&#0000097&#0000115&#0000099&#0000114&#0000105"
+                               "&#0000112&#0000116&#0000058window.PWNED=48\">c</a>",
+    "a_carriage_return": "<a href=\"java&#x0D;script:window.PWNED=49\">c</a>",
+    "a_protocol_relative": "<a href=\"//evil.example/\">c</a>",
+    "img_dynsrc_lowsrc": "<IMG DYNSRC=\"javascript:window.PWNED=50\"><IMG LOWSRC=\"javascript:window.PWNED=51\">",
+    "input_image": "<INPUT TYPE=\"IMAGE\" SRC=\"javascript:window.PWNED=52;\">",
+    "bgsound_layer": f"<BGSOUND SRC=\"{EVIL}/s.wav\"><LAYER SRC=\"{EVIL}/l.html\"></LAYER>",
+    "style_behavior": f"<XSS STYLE=\"behavior: url({EVIL}/xss.htc);\">x</XSS>",
+    "style_comment_split": "<IMG STYLE=\"xss:expr/*XSS*/ession(window.PWNED=53)\">",
+    "style_type_javascript": "<STYLE TYPE=\"text/javascript\">window.PWNED=54;</STYLE>",
+    "isindex": "<isindex type=image src=1 onerror=window.PWNED=55>",
+    "svg_animate": "<svg><animate onbegin=window.PWNED=56 attributeName=x dur=1s>",
+    "svg_xlink": "<svg><a xlink:href=\"javascript:window.PWNED=57\"><text x=20 y=20>x</text></a></svg>",
 }
 MARKDOWN_PAYLOADS = """
 [md javascript](javascript:window.PWNED=60) [md case](JaVaScRiPt:window.PWNED=61) [md vbscript](vbscript:msgbox(62))
 [md data](data:text/html;base64,PHNjcmlwdD53aW5kb3cuUFdORUQ9NjM8L3NjcmlwdD4=) [md entity](javascript&#58;window.PWNED=64)
 ![md img](javascript:window.PWNED=65) ![md svg](data:image/svg+xml;base64,{svg}) ![md remote]({evil}/md.png)
-<javascript:window.PWNED=66> [ref link][r] [ok link](https://example.org/ok)
+<javascript:window.PWNED=66> [ref link][r] [ok link](https://example.org/ok) [md angle](<javascript:window.PWNED=58>)
+[md spaced](  javascript:window.PWNED=59) [md entity2](&#106;avascript:window.PWNED=75) [md rel](//evil.example/)
 
 [r]: javascript:window.PWNED=67
 
@@ -302,6 +316,8 @@ ALLOWED_TAGS = {"a", "abbr", "b", "blockquote", "br", "caption", "cite", "code",
                 "span", "strong", "sub", "summary", "sup", "table", "tbody", "td", "tfoot", "th", "thead", "tr",
                 "tt", "u", "ul", "var"}
 HEAD_TAGS = {"html", "head", "meta", "title", "style", "body"}
+KNOWN_ATTRIBUTES = {"class", "id", "title", "href", "name", "src", "alt", "width", "height", "style", "colspan",
+                    "rowspan", "align", "start", "border"}
 
 
 class Inspector(HTMLParser):
@@ -321,13 +337,15 @@ class Inspector(HTMLParser):
         for name, value in attrs:
             value = value or ""
             flat = re.sub(r"[\x00-\x20\x7f-\xa0]+", "", html.unescape(value)).lower()
-            if name.startswith("on") or name in ("srcdoc", "formaction", "action", "background", "data", "xmlns"):
+            if name.startswith("on") or name not in KNOWN_ATTRIBUTES | ({"charset", "content", "http-equiv", "name"}
+                                                                         if tag == "meta" else set()):
                 self.problems.append(f"<{tag} {name}=...>")
             if name == "href" and not (flat.startswith(("http:", "https:", "mailto:", "#"))):
                 self.problems.append(f"<{tag} href={value!r}>")
             if name == "src" and not re.fullmatch(r"data:image/(png|jpeg|gif);base64,[a-z0-9+/=]*", flat):
                 self.problems.append(f"<{tag} src={value[:60]!r}>")
-            if name == "style" and re.search(r"url|expression|\\|@|javascript|import", flat):
+            if name == "style" and re.search(r"url|expression|\\|@|javascript|import|behavior",
+                                             re.sub(r"/\*.*?\*/", "", flat)):
                 self.problems.append(f"<{tag} style={value!r}>")
             if name in ("width", "height") and not re.fullmatch(r"\d+(%|px)?", value):
                 self.problems.append(f"<{tag} {name}={value!r}>")
