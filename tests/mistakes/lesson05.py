@@ -46,6 +46,12 @@ def _mha_with(old, new):
 
 
 MISTAKES = {
+    "module whose attention runs under torch.no_grad (nothing trains)": ("test_multi_head_attention", """
+        class MultiHeadAttention(MultiHeadAttention):
+            @torch.no_grad()
+            def forward(self, query, key, value, mask=None):
+                return super().forward(query, key, value, mask)
+    """),
     # charged once: the later exercises are graded with reference pieces
     "split_heads reshaped straight to (B, H, L, d)": ("test_split_heads", """
         def split_heads(x, num_heads):
@@ -243,3 +249,11 @@ ALTERNATIVES.update({
     """),
     "parameters as a numpy integer": ("test_concept_params", "mha_parameters = np.int64(16640)"),
 })
+
+
+# A split_heads that returns float64 makes any module that uses it crash (float64 heads meet w_o's
+# float32 weights), before the test can compare anything: no test of Exercise 3 can grade it apart.
+ALSO_FAILS = {
+    "split_heads returning float64": (("test_multi_head_attention",),
+                                      "the module raises a dtype error inside w_o; nothing to compare"),
+}
