@@ -60,6 +60,7 @@ MAX_ARCHIVE_BYTES = 2 * 2**30        # uncompressed bytes read out of one zip, t
 MAX_ENTRIES = 50_000                 # entries of one zip (the zips inside it included), or files of one folder
 MAX_DEPTH = 64                       # folders inside folders
 CHUNK = 1 << 20                      # bytes read at a time
+NOT_OPENED = ": never followed or read"
 SAME_TIME = timedelta(seconds=2)     # zip times have a 2-second resolution
 DOS_EPOCH = datetime(1980, 1, 1)     # the time zip tools write when they know none
 MANIFEST = "collect.json"
@@ -333,7 +334,7 @@ def _entries_of_zip(fileobj, prefix, depth, out, problems, skipped, budget, stac
         rel = PurePosixPath(str(prefix), *parts) if str(prefix) else PurePosixPath(*parts)
         mode = info.external_attr >> 16
         if info.create_system == 3 and stat.S_IFMT(mode) and not stat.S_ISREG(mode):  # made on Unix: a file type
-            skipped.append((_shown(rel), f"{_kind(mode)} in the zip: never followed or read"))
+            skipped.append((_shown(rel), f"{_kind(mode)} in the zip{NOT_OPENED}"))
             continue
         if info.file_size > budget.bytes:
             problems.append((_shown(rel), f"not read: its zip holds more than {MAX_ARCHIVE_BYTES // 2**20} MB "
@@ -431,7 +432,7 @@ def _walk(root_fd, parts, out, problems, skipped, stack, count):
             _walk(root_fd, (*parts, name), out, problems, skipped, stack, count)
         elif not stat.S_ISREG(st.st_mode):
             target = f" (to {_shown(link)})" if link is not None else ""
-            skipped.append((_shown(rel), f"{_kind(st.st_mode)}{target}: never followed or read"))
+            skipped.append((_shown(rel), f"{_kind(st.st_mode)}{target}{NOT_OPENED}"))
         else:
             count[0] -= 1
             entry = Entry(rel, _file_opener(root_fd, (*parts, name), st),
@@ -842,6 +843,11 @@ def not_placed_summary(course_root):
     notes = [note for run in runs.values() for note in run.get("collisions", [])]
     lines = ["", f"## Files collect did not place ({len(rows)})", ""]
     lines += [f"- `{rel}` (in {source}): {reason}" for source, rel, reason in rows] or ["- none"]
+    unopened = [(source, rel, reason) for source, run in sorted(runs.items()) for rel, reason, *_ in run["skipped"]
+                if reason.endswith(NOT_OPENED)]
+    if unopened:  # a submission that is a link (into solutions/, say) is there for a look, not a grade
+        lines += ["", f"## Links, pipes and devices collect never opened ({len(unopened)})", ""]
+        lines += [f"- `{rel}` (in {source}): {reason}" for source, rel, reason in unopened]
     if notes:
         lines += ["", "## Student id collisions", ""] + [f"- {n}" for n in notes]
     return lines

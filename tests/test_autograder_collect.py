@@ -529,6 +529,11 @@ def test_links_pipes_and_devices_are_never_followed_or_read_and_each_is_listed(t
     assert got.problems == []
     placed = "".join(p.read_text() for p in (course / "submitted").rglob("*.ipynb"))
     assert "THE SOLUTIONS" not in placed and "carol's own" in placed
+    from autograder.collect import not_placed_summary
+    summary = "\n".join(not_placed_summary(course))
+    assert f"## Links, pipes and devices collect never opened ({len(expected)})" in summary
+    assert f"- `alice+01_seq2seq_bottleneck+2024-01-01 10:00:00/01_seq2seq_bottleneck.ipynb` (in {inbound}): a " \
+           f"symbolic link (to {solutions}/01_seq2seq_bottleneck.ipynb): never followed or read" in summary
 
 
 def test_a_file_swapped_for_a_link_after_the_walk_is_not_read(tmp_path):
