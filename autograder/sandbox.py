@@ -19,7 +19,8 @@ directory that holds the connection file. The launcher, started as root by the g
    where there is no memory cgroup) and no-new-privileges in a tiny stub that then becomes
    the kernel, after switching to the kernel's uid;
 5. forwards SIGINT (jupyter's interrupt) to the kernel, and removes the cgroups and the
-   tmpfs at the end.
+   tmpfs at the end; killed before it can (SIGKILL, with its worker past the hard limit), its
+   janitor does it (see "nothing left behind by a killed launcher", below).
 
 Run as an ordinary user, bubblewrap still gives the namespaces and the allow-list file system
 (through a user namespace), but every kernel runs as that user and no cgroup is made. Without
