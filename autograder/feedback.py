@@ -88,8 +88,9 @@ class HideHiddenTests(NbGraderPreprocessor):
             else:
                 mine = own.find(cell.get("id"), position)
                 position += 1
-                cell.outputs = [] if mine is None else [o for o in map(_own, mine.get("outputs", [])[:MAX_OUTPUTS])
-                                                        if o is not None]
+                outputs = mine.get("outputs") if mine is not None else None
+                cell.outputs = [o for o in map(_own, outputs[:MAX_OUTPUTS] if isinstance(outputs, list) else [])
+                                if o is not None]
                 cell.execution_count = None if mine is None else mine.get("execution_count")
             for out in cell.outputs:
                 _scrub(out, secrets)
@@ -156,7 +157,15 @@ _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")
 
 
 def _own(out):
-    """A submitted output as the page may show it: bounded, only inert MIME types, images as base64 data."""
+    """A submitted output as the page may show it: bounded, only inert MIME types, images as base64 data
+    (None: not shown, a malformed output included)."""
+    try:
+        return _own_output(out)
+    except Exception:  # noqa: BLE001: whatever the student's file holds, feedback is made
+        return None
+
+
+def _own_output(out):
     kind = out.get("output_type")
     if kind == "stream":
         return new_output("stream", name="stderr" if out.get("name") == "stderr" else "stdout",

@@ -529,3 +529,13 @@ def test_feedback_pages_run_no_script_and_load_nothing_in_chromium(served, chrom
     assert state["requests"] == [url], state["requests"]  # the page itself, nothing from this or another host
     assert state["url"].split("#")[0] == url  # no refresh, no navigation (a click on "#top" stays on the page)
     assert state["csp"] == [], f"the sanitised page still tried something the policy had to block: {state['csp']}"
+
+
+def test_malformed_submitted_outputs_are_dropped_not_fatal():
+    bad = [{"output_type": "display_data", "data": {"image/png": PNG}, "metadata": "not a dict"},
+           {"output_type": "stream", "name": "stdout", "text": ["a", "b"]}, {"output_type": "weird"}, "not a dict",
+           {"output_type": "display_data", "data": {"image/png": "not base64 !!"}},
+           {"output_type": "display_data", "data": {"image/png": PNG}, "metadata": {"image/png": {"width": True}}}]
+    shown = [feedback._own(o) for o in bad]
+    assert shown[0] is None and shown[1].text == "ab" and shown[2:5] == [None, None, None]
+    assert shown[5].metadata == {}  # a width that is not a number is dropped
