@@ -3,7 +3,8 @@
 Runs the solution notebook's own definitions (solutions/07_transformer.ipynb: its
 exercise solutions, the ready-made RNNWithAttention and the timing helper) and
 prints milliseconds per training step (forward + backward, batch 32) at each
-length, as wall time and as process time. Process time is what one core spent
+length, as wall time and as process time, both measured with the course's timer
+(course_utils.time_call: median of the repeats after a warm-up step). Process time is what one core spent
 on this process, so it is less inflated than wall time on a shared machine.
 
     python benchmarks/lesson07_step_time.py [--lengths 10 25 50 100 200] [--threads 1]
@@ -11,11 +12,12 @@ on this process, so it is less inflated than wall time on a shared machine.
 import argparse
 import os
 import re
-import time
 from pathlib import Path
 
 import nbformat
 import torch
+
+import course_utils as cu
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "solutions" / "07_transformer.ipynb"
 
@@ -36,7 +38,8 @@ def notebook_namespace():
         if "class RNNWithAttention" in source:
             exec(source.split("timing_lengths =")[0], namespace)
             return namespace
-        if "def draw_block" in source or "last_block_gradient" in source or "_attn = MultiHeadAttention(8, 2)" in source:
+        if ("def draw_block" in source or "def block_gradients" in source or "def train_stack" in source
+                or "_attn = MultiHeadAttention(8, 2)" in source):
             source = source.split("_attn = MultiHeadAttention(8, 2)")[0] if "class MultiHeadAttention" in source else ""
         exec(compile(source, NOTEBOOK.name, "exec"), namespace)
     raise RuntimeError("the notebook has no RNNWithAttention cell")
@@ -54,17 +57,21 @@ def main():
     torch.manual_seed(0)
     models = {"RNN + attention": ns["RNNWithAttention"](vocab_size),
               "Transformer": ns["Transformer"](vocab_size, 64, 4, 2, 128, max_len=max(args.lengths) + 1)}
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), batch 32; ms per training step")
+    print(f"torch {torch.__version__}, {torch.get_num_threads()} thread(s), batch 32; ms per training step, "
+          f"median of {args.repeats} after one warm-up step (course_utils.time_call)")
     print(f"{'length':>6s} " + " ".join(f"{name + ' wall':>22s} {'process':>8s}" for name in models))
     for length in args.lengths:
         row = []
+        task = cu.ReversalTask(num_symbols=20, min_len=5, max_len=max(length, 5), seed=1)
+        batch = task.held_out(length, n=32)
         for model in models.values():
-            wall, cpu = time.perf_counter(), time.process_time()
-            best = ns["seconds_per_step"](model, length, repeats=args.repeats)
-            cpu = (time.process_time() - cpu) / (args.repeats + 1)
-            row.append(f"{1000 * best:22.1f} {1000 * cpu:8.1f}")
+            def step(model=model):
+                model.zero_grad(set_to_none=True)
+                ns["sequence_loss"](model(batch.src, batch.src_lengths, batch.tgt_in), batch.tgt_out).backward()
+            wall = cu.time_call(step, repeats=args.repeats, warmup=1)
+            cpu = cu.time_call(step, repeats=args.repeats, warmup=0, clock="process")
+            row.append(f"{wall.ms:22.1f} {cpu.ms:8.1f}")
         print(f"{length:6d} " + " ".join(row), flush=True)
-
 
 if __name__ == "__main__":
     main()
