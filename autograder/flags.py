@@ -180,9 +180,13 @@ def code_flags(code_cells, helpers=frozenset()):
     aliases = _module_aliases([t for t, _, _ in trees])
     watched = lambda node: aliases.get(_root_name(node) or "")  # noqa: E731
     flags, tops = [], _module_bindings(cells)
+    anywhere = {name for top in tops for name in top}
+    before = [set()]  # names bound at the top level of the cells before each cell
+    for top in tops:
+        before.append(before[-1] | set(top))
     for tree, where, cell in trees:
         count = len(flags)
-        for line, name in _history_reads(tree, cells[:cell], tops):
+        for line, name in _history_reads(tree, before[cell], anywhere):
             flags.append(f"introspect: line {line} reads IPython's history ({name}, where the hidden tests are)")
         for node in ast.walk(tree):
             targets = []
@@ -333,10 +337,10 @@ def _module_bindings(trees):
     return [_bindings(tree, _scope_nodes(tree))[0] for tree in trees]
 
 
-def _history_reads(tree, earlier_cells, cell_bindings):
-    """[(line, name)] of the reads of IPython's history names in one cell that are not the student's own variable."""
-    earlier = {name for tree_ in earlier_cells for name in _bindings(tree_, _scope_nodes(tree_))[0]}
-    anywhere = {name for b in cell_bindings for name in b}
+def _history_reads(tree, earlier, anywhere):
+    """[(line, name)] of the reads of IPython's history names in one cell that are not the student's own variable.
+
+    earlier: names the cells before this one bind at their top level; anywhere: the same for every cell."""
     found = []
 
     def visit(scope, enclosing):  # enclosing: [(kind, bound)] of the scopes around, innermost last
