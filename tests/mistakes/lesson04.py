@@ -61,6 +61,17 @@ ALTERNATIVES = {
 
 
 MISTAKES = {
+    "masked_attention that scales q in place": ("test_masked_attention", """
+        def masked_attention(q, k, v, mask=None):
+            q /= math.sqrt(q.shape[-1])
+            scores = q @ k.transpose(-2, -1)
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = torch.softmax(scores, dim=-1)
+            if mask is not None:
+                weights = torch.where(mask.any(dim=-1, keepdim=True), weights, torch.zeros_like(weights))
+            return weights @ v, weights
+    """),
     # charged once: Exercises 2 and 4 build on these two but grade them with reference masks
     "padding_mask one key too long": ("test_masks", """
         def padding_mask(lengths, max_len):
@@ -255,3 +266,11 @@ ALTERNATIVES.update({
                                                 "allowed_pairs = int(attention_mask(torch.tensor([5, 3, 0]), 5, True).sum())"),
     "allowed pairs as a float": ("test_concept_pairs", "allowed_pairs = 27.0"),
 })
+
+
+# A float causal_mask cannot be combined with `&` or negated with `~`: an attention_mask or
+# to_mha_masks built from it raises inside the student's own function, so nothing is left to grade apart.
+ALSO_FAILS = {
+    "causal_mask as floats": (("test_attention_mask", "test_to_mha_masks"),
+                              "bool & float and ~float raise TypeError inside the later answers"),
+}
