@@ -11,7 +11,8 @@ notebook) and the notebook's structure against the source:
   conversion (the tests refuse such answers: cu.plain_float/plain_tensor/plain_array);
 - `helper`: redefines a name the tests use (imported from course_utils or defined in a
   locked cell), e.g. `def check_close(*a): pass`;
-- `reach`: names the grader's files in a string (gradebook, solutions, hidden tests, .git);
+- `reach`: names the grader's files in a string (gradebook, `solutions` or `.git` as a path component,
+  hidden tests, nbgrader's folders), shell escapes (`!cat ...`) and `%%bash` cells included;
 - `introspect`: reads the running cell's source or walks the call stack (`inspect`,
   `sys._getframe`, frame attributes, `linecache`, `traceback`, `gc.get_objects`/`get_referrers`,
   IPython's history `In`/`_ih`/`_i<n>` and the magics that replay it, `%history`, `%recall`, ...),
