@@ -24,6 +24,8 @@ import time
 from pathlib import Path
 
 from . import grading, sandbox
+from .course import REPO
+from .gradebook import merge, record_failure
 
 ALLOWED_FAILURES = 1  # a task is retried once when its worker dies, then recorded as failed
 _PROBED = {}  # what the sandbox can do on this worker: probed once per worker process, not per job
@@ -49,7 +51,7 @@ def connect(scheduler):
     if scheduler.startswith("local:"):
         n = int(scheduler.split(":", 1)[1] or 2)
         cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               env={"PYTHONPATH": str(grading.REPO)})
+                               env={"PYTHONPATH": str(REPO)})
         return Client(cluster)
     return Client(scheduler, timeout="30s")
 
@@ -124,7 +126,7 @@ def apply_reply(course_root, reply):
     shard = work / "gradebook.db"
     shard.write_bytes(reply["gradebook"])
     result = grading.Result(**reply["result"])
-    result.score, result.max_score = grading.merge(f"sqlite:///{shard.resolve()}", course_root, lesson, student)
+    result.score, result.max_score = merge(f"sqlite:///{shard.resolve()}", course_root, lesson, student)
     target = Path(course_root, "autograded", student, lesson)
     shutil.rmtree(target, ignore_errors=True)
     for name, data in reply["autograded"].items():
@@ -137,7 +139,7 @@ def apply_reply(course_root, reply):
 def failed_result(course_root, lesson, student, error):
     """A task that could not run (its workers died twice, or it raised): zero, flagged."""
     result = grading.Result(lesson, student, status="failed", error=error)
-    result.score, result.max_score = grading.record_failure(course_root, lesson, student)
+    result.score, result.max_score = record_failure(course_root, lesson, student)
     result.flags.append(f"grading: {error.strip().splitlines()[-1] if error.strip() else 'failed on the cluster'}")
     return result
 
@@ -185,7 +187,7 @@ def grade_on_cluster(course_root, todo, scheduler, limits=grading.Limits(), log=
             except Exception as e:  # noqa: BLE001: KilledWorker twice, a lost task: zero and a flag, never lost
                 result = failed_result(course_root, lesson, student, f"{type(e).__name__}: {e}")
             failed += result.status != "graded"
-            results.append(grading._done(course_root, result, lambda line: bar.write(line)))
+            results.append(grading.record_result(course_root, result, lambda line: bar.write(line)))
             bar.update()
             bar.set_postfix(failed=failed, running=len(futures))
         bar.close()

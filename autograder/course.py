@@ -23,6 +23,23 @@ def load_config(course_root):
     return config
 
 
+def lesson_notebook(config, resources, step):
+    """The source (step "source") or release notebook of the submission nbgrader is converting, or None.
+
+    `resources["nbgrader"]` (assignment, notebook) is what nbgrader's converters pass their preprocessors.
+    """
+    import nbformat
+    from nbgrader.coursedir import CourseDirectory
+    try:
+        info = resources["nbgrader"]
+        coursedir = CourseDirectory(config=config)
+        folder = coursedir.source_directory if step == "source" else coursedir.release_directory
+        path = Path(coursedir.format_path(folder, ".", info["assignment"]), f"{info['notebook']}.ipynb")
+        return nbformat.read(str(path), as_version=4)
+    except (KeyError, TypeError, OSError, ValueError):
+        return None
+
+
 def nbgrader_api(course_root):
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory

@@ -1,7 +1,7 @@
 """`grade`: nbgrader's autograde for a whole class, in parallel, with the kernel sandboxed.
 
 Each (lesson, student) is graded by a worker process of its own, forked by a warm zygote
-that has nbgrader imported already (zygote.py: `python -m autograder.grading JOB` without its
+that has nbgrader imported already (zygote.py: `python -m autograder.worker JOB` without its
 1.7 s of imports). The worker runs nbgrader's Autograde converter (through NbGraderAPI) on the course directory,
 with these changes made through nbgrader's configuration (nbgrader_config.py holds the
 preprocessor lists, so plain `nbgrader autograde` applies the same rules, without the sandbox):
@@ -37,33 +37,21 @@ import json
 import os
 import shutil
 import signal
-import sys
 import threading
 import time
-import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import nbformat
 
-from .course import REPO, SOLUTIONS, load_config
+from . import cells, sandbox, zygote
+from .course import REPO
 from .flags import flag_submission
+from .gradebook import mark_flagged, merge, record_failure
 from .restore import restore
-from . import integrity, sandbox, verdicts, zygote
+from .settings import HARD_LIMIT_GRACE_S, Limits, grading_config, sandbox_settings  # noqa: F401 (the public API)
 
 RUNTIME_FLAGS = ("the kernel died", "the notebook ran past")  # events that cost points the tests cannot judge
-HANG = "hang:"  # events of a kernel that stopped answering (see work_retrying_a_hang)
-HARD_LIMIT_GRACE_S = 60  # beyond the notebook budget: kernel start, sanitizing, saving grades
-
-
-@dataclass
-class Limits:
-    cell_timeout: int = None      # seconds for one cell (None: nbgrader_config.py's Execute.timeout)
-    notebook_timeout: int = 300   # seconds of execution for one notebook
-    memory_mb: int = 4096         # address space of the kernel
-    nproc: int = 512              # processes and threads of the sandbox user
-    fsize_mb: int = 64            # largest file the kernel may write
-    output_kb: int = 512          # output kept per cell
 
 
 @dataclass
@@ -80,389 +68,6 @@ class Result:
     submission: str = ""          # sha256 of the graded notebook: a re-run skips it while it is unchanged
 
 
-def grading_config(course_root, db_url=None, limits=Limits(), sandbox_settings=None):
-    """The course's nbgrader config (which also hides hidden tests in feedback) plus sandboxed execution."""
-    config = load_config(course_root)
-    if db_url:
-        config.CourseDirectory.db_url = db_url
-    if limits.cell_timeout is not None:  # else nbgrader_config.py's, the one plain nbgrader uses too
-        config.Execute.timeout = limits.cell_timeout
-    config.Execute.iopub_timeout = 30  # output still arriving after the reply on a busy machine
-    config.SandboxedExecute.notebook_timeout = limits.notebook_timeout
-    config.SandboxedExecute.max_output_bytes = limits.output_kb * 1024
-    if sandbox_settings is not None:
-        config.SandboxKernelManager.sandbox = sandbox_settings
-    # nbgrader_config.py's preprocessors (the pass/fail rule, restored metadata), with the sandboxed kernel
-    config.Autograde.autograde_preprocessors = [
-        "autograder.grading.SandboxedExecute" if p == "autograder.grading.GradingExecute" else p
-        for p in config.Autograde.autograde_preprocessors]
-    return config
-
-
-def sandbox_settings(course_root, limits):
-    """What the kernel may read (an allow-list: the Python installation, course_utils) and its limits.
-
-    must_not_see only feeds the probe's check that the sandbox hides them: nothing outside
-    read_only (and the kernel's own submission and scratch space) is visible anyway.
-    """
-    import importlib.util
-    course_utils = Path(importlib.util.find_spec("course_utils").origin).resolve().parent
-    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
-    inside = lambda p: any(p == q or p.startswith(q + os.sep) for q in prefixes)  # noqa: E731
-    paths = {os.path.realpath(p) for p in sys.path if p and ("site-packages" in p or "dist-packages" in p)}
-    read_only = sorted(prefixes | {p for p in paths if not inside(p)} | {str(course_utils)})
-    must_not_see = [Path(course_root).resolve(), SOLUTIONS, REPO / ".git", Path.home() / ".ssh"]
-    font_cache = os.environ.get("MPLCONFIGDIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "matplotlib")
-    return dict(read_only=read_only, python_path=[str(course_utils.parent)], must_not_see=[str(p) for p in must_not_see], font_cache=font_cache,
-                memory_mb=limits.memory_mb,
-                nproc=limits.nproc, fsize_mb=limits.fsize_mb,
-                cpu_s=(limits.notebook_timeout + HARD_LIMIT_GRACE_S) * (os.cpu_count() or 1))
-
-
-def _execute_class():
-    from nbclient.exceptions import CellTimeoutError, DeadKernelError
-    from jupyter_core.utils import run_sync
-    from nbformat.v4 import new_output
-    from traitlets import Bool, Integer
-    from nbgrader.preprocessors import Execute
-    from .nbrun import SlicedWaits
-
-    def error(ename, evalue):
-        return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
-
-    class GradingExecute(SlicedWaits, Execute):
-        """nbgrader's Execute with the test cells run on the grader's side, and the integrity check.
-
-        A graded test cell is never sent to the kernel: verdicts.py runs it here, from the source
-        notebook, against the student's objects. Before the first cell, a silent request records
-        what the tests rely on; after each graded test cell the same request is compared with it.
-        A change is a flag for review (`integrity: ...`), never a score: the verdicts do not depend
-        on the kernel's state, so a patch earns nothing and costs nothing the honest work earned.
-        """
-        integrity_check = Bool(True, help="check what the tests rely on after every test cell").tag(config=True)
-        check_timeout = Integer(30, help="seconds to wait for the integrity check's answer").tag(config=True)
-
-        def preprocess(self, nb, resources=None, km=None):
-            source = _lesson_notebook(self.config, resources, "source")
-            if source is None:
-                raise ValueError("the lesson's source notebook was not found: its tests cannot run")
-            self._watch = integrity.Watch(source)
-            self._tests, self._runner = verdicts.LessonTests(source), None
-            self._integrity_off = not self.integrity_check
-            self._reported = set()
-            return super().preprocess(nb, resources, km)
-
-        def _run_test_here(self, cell, index):
-            """A test cell's verdict, decided in this process (verdicts.py): the kernel never sees the test."""
-            if self._runner is None:
-                transport = verdicts.kernel_transport(
-                    self.kc, run_sync(self.kc.shell_channel.get_msg), deadline=lambda: self._test_deadline,
-                    on_timeout=run_sync(self.km.interrupt_kernel), is_alive=run_sync(self.km.is_alive))
-                self._runner = self._tests.runner(verdicts.Session(transport))
-            self._test_deadline = time.monotonic() + (self.timeout or 60)
-            try:
-                stdout, error = self._runner.run(_grade_id(cell))
-            except verdicts.GraderSideError as e:
-                stdout, error = "", e
-                _event(f"verdicts: the grader could not run test cell {_grade_id(cell)}: {e}")
-            if isinstance(error, TimeoutError):
-                _event(f"cell {index} timed out: the student's code ran past the cell's limit during its test")
-            cell.outputs = verdicts.outputs_for(stdout, error)
-            cell.execution_count = None
-            return cell
-
-        def _ask(self, mode):
-            nonce, expression = self._watch.request(mode)
-            msg_id = self.kc.execute("", silent=True, store_history=False, user_expressions={"check": expression},
-                                     allow_stdin=False, stop_on_error=False)
-            # the baseline imports torch, numpy and course_utils (the notebook's first cells would): a cell's time
-            timeout = max(self.check_timeout, self.timeout or 0) if mode == "baseline" else self.check_timeout
-            deadline = time.monotonic() + timeout
-            while time.monotonic() < deadline:
-                try:
-                    msg = run_sync(self.kc.shell_channel.get_msg)(timeout=max(0.1, deadline - time.monotonic()))
-                except Exception:  # noqa: BLE001: queue.Empty, or the channel closed with the kernel
-                    break
-                if msg["parent_header"].get("msg_id") == msg_id:
-                    return self._watch.parse(nonce, msg)
-            raise ValueError(f"no answer within {timeout} s")
-
-        def preprocess_cell(self, cell, resources, index):
-            if cell.cell_type == "code" and not self._integrity_off and self._watch.baseline is None:
-                try:
-                    self._watch.baseline = self._ask("baseline")
-                except Exception as e:  # noqa: BLE001: the grader's problem, never the student's score
-                    self._integrity_off = True
-                    _event(f"integrity: not checked: the grader's check could not start ({e})")
-            if _is_test(cell) and _grade_id(cell) in self._tests.tests:
-                cell = self._run_test_here(cell, index)
-            else:
-                cell, resources = super().preprocess_cell(cell, resources, index)
-            if _is_test(cell) and not self._integrity_off and self._watch.baseline is not None:
-                try:
-                    changes = self._watch.changes(self._ask("check"))
-                except Exception as e:  # noqa: BLE001: a kernel that fakes or withholds the answer
-                    changes = [f"the integrity check got no genuine answer ({e})"]
-                if changes:
-                    for change in changes:
-                        if change not in self._reported:
-                            self._reported.add(change)
-                            _event(f"integrity: {change} (first seen after test cell {_grade_id(cell)})")
-            return cell, resources
-
-    class SandboxedExecute(GradingExecute):
-        """GradingExecute with a sandboxed kernel, a notebook budget, capped output and dead-kernel recovery."""
-        notebook_timeout = Integer(300, help="seconds of execution for the whole notebook").tag(config=True)
-        max_output_bytes = Integer(512 * 1024, help="output kept per cell (the rest is dropped)").tag(config=True)
-
-        def __init__(self, *args, **kwargs):
-            kwargs.setdefault("kernel_manager_class", sandbox.SandboxKernelManager)
-            super().__init__(*args, **kwargs)
-
-        def preprocess(self, nb, resources=None, km=None):
-            self._deadline = time.monotonic() + self.notebook_timeout
-            self._cell_timeout = self.timeout
-            self._dead = None
-            self._timed_out = False
-            self._output_bytes = {}
-            return super().preprocess(nb, resources, km)
-
-        def start_new_kernel(self, **kwargs):
-            super().start_new_kernel(**kwargs)
-            _record_kernel(self.km)
-
-        def preprocess_cell(self, cell, resources, index):
-            if cell.cell_type != "code":
-                return cell, resources
-            remaining = self._deadline - time.monotonic()
-            if not self._dead and remaining <= 0:
-                self._dead = f"the notebook ran past its {self.notebook_timeout} s budget before cell {index}"
-                _event(self._dead)
-            if self._dead:
-                cell.outputs = [error("CellNotRun", f"not run: {self._dead}")]
-                _event(f"cell {index} not run: {self._dead}")
-                return cell, resources
-            self.timeout = max(1, int(min(self._cell_timeout, remaining)))
-            try:
-                return super().preprocess_cell(cell, resources, index)
-            except DeadKernelError:
-                self._dead = f"the kernel died in cell {index} (os._exit, a crash, or a resource limit)"
-                cell.outputs.append(error("DeadKernelError", self._dead))
-                _event(self._dead)
-                return cell, resources
-            except CellTimeoutError as e:  # no reply, or output still streaming, after the interrupt
-                cell.outputs.append(error("CellTimeoutError", str(e).splitlines()[0]))
-                _event(f"cell {index} timed out: {str(e).splitlines()[0]}")
-                self._note_timeout(cell, index)
-                return cell, resources
-
-        def _note_timeout(self, cell, index):
-            if "iopub.execute_input" not in cell.metadata.get("execution", {}) and not self._timed_out:
-                # the kernel never started the cell, right after one that ended: a lost request
-                # (ipykernel issue 1554), not slow code (after a timeout, the student's code may hold it)
-                _event(f"{HANG} cell {index} never started: the kernel sat idle and no reply came")
-            self._timed_out = True
-
-        def on_cell_executed(self, **kwargs):
-            super().on_cell_executed(**kwargs)
-            outputs = kwargs["cell"].get("outputs", [])
-            if any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in outputs):
-                _event(f"cell {kwargs['cell_index']} timed out after {self.timeout} s")
-                self._note_timeout(kwargs["cell"], kwargs["cell_index"])
-
-        def output(self, outs, msg, display_id, cell_index):
-            if msg["msg_type"] in ("stream", "display_data", "execute_result", "update_display_data"):
-                size = len(json.dumps(msg["content"]))
-                used = self._output_bytes.get(cell_index, 0)
-                self._output_bytes[cell_index] = used + size
-                if used + size > self.max_output_bytes:
-                    if used <= self.max_output_bytes:
-                        _event(f"cell {cell_index} output truncated at {self.max_output_bytes} bytes")
-                        outs.append(new_output("stream", name="stdout",
-                                               text=f"\n... output truncated at {self.max_output_bytes} bytes ...\n"))
-                    return None
-            return super().output(outs, msg, display_id, cell_index)
-
-    return GradingExecute, SandboxedExecute
-
-
-def _is_test(cell):
-    m = cell.get("metadata", {}).get("nbgrader", {})
-    return cell.cell_type == "code" and bool(m.get("grade")) and not m.get("solution")
-
-
-def _grade_id(cell):
-    return cell.get("metadata", {}).get("nbgrader", {}).get("grade_id")
-
-
-def _lesson_notebook(config, resources, step):
-    """The lesson's source (or release) notebook of the submission being graded, or None."""
-    from nbgrader.coursedir import CourseDirectory
-    try:
-        info = resources["nbgrader"]
-        coursedir = CourseDirectory(config=config)
-        folder = coursedir.source_directory if step == "source" else coursedir.release_directory
-        path = Path(coursedir.format_path(folder, ".", info["assignment"]), f"{info['notebook']}.ipynb")
-        return nbformat.read(str(path), as_version=4)
-    except (KeyError, TypeError, OSError, ValueError):
-        return None
-
-
-def _event(text):
-    path = os.environ.get("AUTOGRADER_EVENTS")
-    if path:
-        with open(path, "a") as f:
-            f.write(text + "\n")
-
-
-def _record_kernel(km):
-    """Note the kernel's process id beside the events, so that the parent can stop it on Ctrl-C."""
-    path = os.environ.get("AUTOGRADER_EVENTS")
-    pid = getattr(getattr(km, "provisioner", None), "pid", None)
-    if path and pid:
-        with open(Path(path).with_name("kernels.txt"), "a") as f:
-            f.write(f"{pid}\n")
-
-
-GradingExecute, SandboxedExecute = _execute_class()
-
-
-def _outcome_class():
-    from nbgrader.preprocessors import NbGraderPreprocessor
-    from traitlets import Integer
-
-    class TestCellOutcome(NbGraderPreprocessor):
-        """Reduce every graded test cell's outputs to its outcome: nothing when it passed, its error when not.
-
-        nbgrader scores a test cell from its outputs: an error or any stderr text scores zero, and a
-        display result (execute_result) is read as partial credit, full marks when it is not a
-        number. Student code runs inside test cells, so it can print to stderr (a warning, a log
-        line) and lose a correct answer its points, or display a result and win the points of a
-        failed test. The course's rule is pass/fail: a test cell earns its points if and only if it
-        raised no error. After this preprocessor nbgrader's own SaveAutoGrades applies exactly that
-        rule, and feedback cannot show what student code printed during the hidden tests. What was
-        removed is kept, bounded, in the cell's metadata (autograder.removed_outputs) for the
-        instructor.
-        """
-        __test__ = False  # not a pytest test class, whatever its name
-        max_message = Integer(1000, help="characters of an error message kept").tag(config=True)
-        max_removed = Integer(2000, help="characters of removed output kept in the metadata").tag(config=True)
-
-        def preprocess_cell(self, cell, resources, index):
-            if not _is_test(cell):
-                return cell, resources
-            errors = [o for o in cell.outputs if o.output_type == "error"]
-            removed = [o for o in cell.outputs if o.output_type != "error"]
-            for o in errors:
-                o.ename = _bounded(str(o.get("ename", "")), 100)
-                o.evalue = _bounded(str(o.get("evalue", "")), self.max_message)
-            cell.outputs = errors[:1]
-            if removed:
-                text = "".join(o.get("text", "") if o.output_type == "stream" else
-                               f"[{o.output_type}: {', '.join(o.get('data', {}))}] "
-                               f"{o.get('data', {}).get('text/plain', '')}\n" for o in removed)
-                cell.metadata.setdefault("autograder", {})["removed_outputs"] = _bounded(text, self.max_removed)
-            return cell, resources
-
-    return TestCellOutcome
-
-
-def _bounded(text, limit):
-    return text if len(text) <= limit else text[:limit] + f"... [{len(text) - limit} more characters]"
-
-
-TestCellOutcome = _outcome_class()
-
-
-def _restore_class():
-    from nbgrader.preprocessors import NbGraderPreprocessor
-
-    class RestoreCellMetadata(NbGraderPreprocessor):
-        """restore.py before nbgrader's OverwriteCells: every cell gets its released nbgrader metadata back."""
-
-        def preprocess(self, nb, resources):
-            released = _lesson_notebook(self.config, resources, "release") or \
-                _lesson_notebook(self.config, resources, "source")
-            for change in restore(nb, released) if released is not None else []:
-                self.log.warning("tampered: %s", change)
-            return nb, resources
-
-    return RestoreCellMetadata
-
-
-RestoreCellMetadata = _restore_class()
-
-
-def _strip_class():
-    from nbgrader.preprocessors import NbGraderPreprocessor
-
-    class StripHiddenTests(NbGraderPreprocessor):
-        """Remove the hidden tests from the notebook that is written beside the kernel (after OverwriteCells).
-
-        nbgrader's autograde writes the sanitized notebook, test cells restored from the source,
-        into the folder the kernel runs in. The tests now run on the grader's side from the source
-        notebook (verdicts.py), so the notebook on disk keeps only what the student was given: no file
-        the kernel can open holds a hidden test. Only graded test cells are touched (their source is
-        the instructor's); a student's own cell that merely contains the delimiters stays as it is.
-        """
-
-        def preprocess_cell(self, cell, resources, index):
-            if _is_test(cell):
-                kept, hidden = [], False
-                for line in cell.source.split("\n"):
-                    if "BEGIN HIDDEN TESTS" in line:
-                        hidden = True
-                    elif "END HIDDEN TESTS" in line:
-                        hidden = False
-                    elif not hidden:
-                        kept.append(line)
-                cell.source = "\n".join(kept).rstrip("\n")
-            return cell, resources
-
-    return StripHiddenTests
-
-
-StripHiddenTests = _strip_class()
-
-
-def _deduplicate_class():
-    from nbgrader.preprocessors import DeduplicateIds as NbgraderDeduplicateIds
-
-    class DeduplicateIds(NbgraderDeduplicateIds):
-        """nbgrader's DeduplicateIds, fixed: the copies of a cell lose their nbgrader metadata entirely.
-
-        A cell copied and pasted in Jupyter keeps its metadata, grade_id included. nbgrader keeps
-        the first and sets the copy's metadata to {}, which its own schema check then rejects
-        ("Outdated schema version: 0") and the whole submission fails. Removing the key instead
-        makes the copy an ordinary student cell: it still runs, it earns nothing.
-        """
-
-        def preprocess_cell(self, cell, resources, cell_index):
-            cell, resources = super().preprocess_cell(cell, resources, cell_index)
-            if cell.metadata.get("nbgrader", None) == {}:
-                del cell.metadata["nbgrader"]
-            return cell, resources
-
-    return DeduplicateIds
-
-
-DeduplicateIds = _deduplicate_class()
-
-
-# ---------------------------------------------------------------- the worker process
-
-def work(job):
-    """Autograde one submission into the shard gradebook named in `job` (runs in the worker)."""
-    from nbgrader.apps import NbGraderAPI
-    from nbgrader.coursedir import CourseDirectory
-    limits = Limits(**job["limits"])
-    config = grading_config(job["course"], job["db_url"], limits, job["sandbox"])
-    api = NbGraderAPI(CourseDirectory(config=config), config=config)
-    result = api.autograde(job["lesson"], job["student"], force=True, create=True)
-    return {"success": bool(result["success"]), "error": result.get("error") or "", "log": result.get("log") or ""}
-
-
 # ---------------------------------------------------------------- the parent
 
 def submissions(course_root, lessons=None, students=None):
@@ -475,60 +80,14 @@ def submissions(course_root, lessons=None, students=None):
     return found
 
 
-def _gradebook(course_root):
-    from nbgrader.api import Gradebook
-    return Gradebook(f"sqlite:///{Path(course_root).resolve() / 'gradebook.db'}")
-
-
-def merge(shard_url, course_root, lesson, student):
-    """Copy what nbgrader wrote about one submission from a shard gradebook into the course gradebook."""
-    from nbgrader.api import Gradebook
-    with warnings.catch_warnings():  # nbgrader's own SQLAlchemy autoflush notices
-        warnings.simplefilter("ignore")
-        return _merge(Gradebook, shard_url, course_root, lesson, student)
-
-
-def _merge(Gradebook, shard_url, course_root, lesson, student):
-    with Gradebook(shard_url) as shard, _gradebook(course_root) as main:
-        got = shard.find_submission(lesson, student)
-        main.update_or_create_student(student)
-        sub = main.update_or_create_submission(lesson, student, timestamp=got.timestamp)
-        for nb in got.notebooks:
-            target = main.find_submission_notebook(nb.name, lesson, student)
-            target.late_submission_penalty = nb.late_submission_penalty
-            for grade in nb.grades:
-                g = main.find_grade(grade.name, nb.name, lesson, student)
-                g.auto_score, g.needs_manual_grade = grade.auto_score, grade.needs_manual_grade
-            for comment in nb.comments:
-                c = main.find_comment(comment.name, nb.name, lesson, student)
-                c.auto_comment = comment.auto_comment
-        main.db.commit()
-        return sub.score, sub.max_score
-
-
-def record_failure(course_root, lesson, student):
-    """Enter a submission that could not be graded: every grade zero, nothing left pending."""
-    with warnings.catch_warnings(), _gradebook(course_root) as gb:
-        warnings.simplefilter("ignore")
-        gb.update_or_create_student(student)
-        sub = gb.update_or_create_submission(lesson, student)
-        for nb in sub.notebooks:
-            for grade in nb.grades:
-                if grade.auto_score is None:
-                    grade.auto_score = 0
-        gb.db.commit()
-        return sub.score, sub.max_score
-
-
 def save_flags(course_root, result):
-    """Mark the submission flagged in the gradebook (nbgrader's own flag) and write the report file."""
-    with _gradebook(course_root) as gb:
-        for nb in gb.find_submission(result.lesson, result.student).notebooks:
-            nb.flagged = bool(result.flags)
-        gb.db.commit()
+    """Mark the submission flagged in the gradebook (nbgrader's own flag) and write its report (atomically)."""
+    mark_flagged(course_root, result.lesson, result.student, result.flags)
     report = Path(course_root, "reports", result.lesson, f"{result.student}.json")
     report.parent.mkdir(parents=True, exist_ok=True)
-    report.write_text(json.dumps(result.__dict__, indent=1))
+    partial = report.with_name(f".{report.name}.partial")
+    partial.write_text(json.dumps(result.__dict__, indent=1))
+    os.replace(partial, report)
 
 
 def check_submission(course_root, lesson, student):
@@ -550,7 +109,7 @@ def check_submission(course_root, lesson, student):
     flags = size_flags + flag_submission(submitted, source, release)
     restored = nbformat.from_dict(json.loads(json.dumps(submitted)))
     tampered = restore(restored, release or source)  # what RestoreCellMetadata will do in the worker
-    present = {_grade_id(c) for c in restored.cells}
+    present = {cells.grade_id(c) for c in restored.cells}
     flags = [f for f in flags if not any(f"test cell {gid} was deleted" in f for gid in present if gid)]
     return flags + [f"tamper: {change}" for change in tampered]
 
@@ -663,8 +222,8 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
         log(f"nothing to grade in {course_root / 'submitted'}")
         return []
     zygote.warm(min(max(1, jobs), len(todo)))  # their imports run while the probe does
-    settings, warnings = probe(sandbox_settings(course_root, limits))  # a Dask worker passes a cached probe
-    for w in warnings:
+    settings, sandbox_warnings = probe(sandbox_settings(course_root, limits))  # a Dask worker passes a cached probe
+    for w in sandbox_warnings:
         log(f"WARNING: {w}")
     log(f"sandbox: {sandbox.attempt_name(settings)}; grading {len(todo)} submission(s) with {jobs} job(s)")
     threads = max(1, len(os.sched_getaffinity(0)) // max(1, jobs))  # torch threads per kernel
@@ -687,7 +246,7 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
                 except ValueError as e:
                     r = Result(lesson, student, status="invalid", error=str(e), flags=[f"invalid: {e}"])
                     r.score, r.max_score = record_failure(course_root, lesson, student)
-                    results.append(_done(course_root, r, log))
+                    results.append(record_result(course_root, r, log))
                     continue
                 job = _Running(course_root, lesson, student, limits, settings, threads)
                 job.result.flags = flags
@@ -699,12 +258,12 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
                     job.kill()
                 if job.proc.poll() is not None:
                     running.remove(job)
-                    results.append(_done(course_root, job.finish(course_root, timed_out), log))
+                    results.append(record_result(course_root, job.finish(course_root, timed_out), log))
         if stop:
             not_graded = []
             for job in running:
                 if job.proc.poll() is not None and (job.work / "result.json").exists():  # finished meanwhile
-                    results.append(_done(course_root, job.finish(course_root, False), log))
+                    results.append(record_result(course_root, job.finish(course_root, False), log))
                 else:
                     job.abandon(course_root)
                     not_graded.append((job.result.lesson, job.result.student))
@@ -718,7 +277,8 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
     return results
 
 
-def _done(course_root, result, log):
+def record_result(course_root, result, log):
+    """Stamp, save (flags and report) and log one finished result; returns it."""
     result.submission = submission_digest(course_root, result.lesson, result.student)
     save_flags(course_root, result)
     note = f" [{len(result.flags)} flag(s)]" if result.flags else ""
@@ -727,29 +287,3 @@ def _done(course_root, result, log):
     return result
 
 
-def work_retrying_a_hang(job):
-    """work(job); a kernel hang (a cell that never started) is graded again once in a fresh kernel,
-    and a second one fails the job as the grader's fault: never a zero the student earned."""
-    outcome = work(job)
-    events = Path(os.environ.get("AUTOGRADER_EVENTS", os.devnull))
-    hung = [e for e in (events.read_text().splitlines() if events.is_file() else []) if e.startswith(HANG)]
-    if not hung:
-        return outcome
-    events.replace(events.with_name("events-hung.txt"))  # the first run's events, kept beside the report
-    _event(f"{HANG} graded again in a fresh kernel after the first run's {hung[0][len(HANG):].strip()}")
-    outcome = work(job)
-    again = [e for e in events.read_text().splitlines() if e.startswith(HANG)][1:]
-    if again:
-        return {"success": False, "log": outcome["log"], "error": f"the grader's fault, not the student's: "
-                f"the kernel hung twice ({again[0][len(HANG):].strip()}); run grade again"}
-    return outcome
-
-
-def main(job_file):
-    """The worker: grade the job in `job_file`, write result.json beside it."""
-    outcome = work_retrying_a_hang(json.loads(job_file.read_text()))
-    (job_file.parent / "result.json").write_text(json.dumps(outcome))
-
-
-if __name__ == "__main__":
-    main(Path(sys.argv[1]))

@@ -23,7 +23,7 @@ c.Execute.interrupt_on_timeout = True
 
 c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 
-# Grading rules (autograder/grading.py), for `python -m autograder grade` and for
+# Grading rules (autograder/preprocessors/), for `python -m autograder grade` and for
 # plain `nbgrader autograde` with this file alike:
 # - RestoreCellMetadata gives every cell the nbgrader metadata it was released
 #   with (autograder/restore.py): a renamed grade_id or an answer cell marked as
@@ -36,13 +36,13 @@ c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 #   and does not reach the feedback. (No warnings hook in the kernel is needed,
 #   so no global name a cell could shadow.)
 c.Autograde.sanitize_preprocessors = [
-    "nbgrader.preprocessors.ClearOutput", "autograder.grading.RestoreCellMetadata",
-    "autograder.grading.DeduplicateIds", "nbgrader.preprocessors.OverwriteKernelspec",
-    "nbgrader.preprocessors.OverwriteCells", "autograder.grading.StripHiddenTests",
+    "nbgrader.preprocessors.ClearOutput", "autograder.preprocessors.RestoreCellMetadata",
+    "autograder.preprocessors.DeduplicateIds", "nbgrader.preprocessors.OverwriteKernelspec",
+    "nbgrader.preprocessors.OverwriteCells", "autograder.preprocessors.StripHiddenTests",
     "nbgrader.preprocessors.CheckCellMetadata"]
 c.Autograde.autograde_preprocessors = [
-    "autograder.grading.GradingExecute", "nbgrader.preprocessors.IgnorePattern",
-    "nbconvert.preprocessors.ClearMetadataPreprocessor", "autograder.grading.TestCellOutcome",
+    "autograder.preprocessors.GradingExecute", "nbgrader.preprocessors.IgnorePattern",
+    "nbconvert.preprocessors.ClearMetadataPreprocessor", "autograder.preprocessors.TestCellOutcome",
     "nbgrader.preprocessors.LimitOutput", "nbgrader.preprocessors.SaveAutoGrades",
     "nbgrader.preprocessors.AssignLatePenalties", "nbgrader.preprocessors.CheckCellMetadata"]
 

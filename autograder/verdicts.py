@@ -28,6 +28,8 @@ from pathlib import Path
 
 import numpy as np
 
+from . import cells
+
 SETUP_TAG = "grader-setup"
 MAX_ANSWER_CHARS = 96 * 2**20
 DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "complex64",
@@ -282,12 +284,7 @@ def _top_level_names(source):
     return names
 
 
-def _meta(cell):
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def is_test_cell(cell):
-    return cell.get("cell_type") == "code" and bool(_meta(cell).get("grade")) and not _meta(cell).get("solution")
+is_test_cell = cells.is_test
 
 
 class LessonTests:
@@ -295,13 +292,13 @@ class LessonTests:
 
     def __init__(self, source_nb):
         code = [c for c in source_nb.cells if c.get("cell_type") == "code" and c.get("id") != "colab-setup"]
-        self.tests = {_meta(c).get("grade_id"): c.source for c in code if is_test_cell(c)}
-        self.answer_names = set().union(*[_top_level_names(c.source) for c in code if _meta(c).get("solution")])
+        self.tests = {cells.grade_id(c): c.source for c in code if is_test_cell(c)}
+        self.answer_names = set().union(*[_top_level_names(c.source) for c in code if cells.is_answer(c)])
         setup = []
         for c in code:
             if SETUP_TAG in c.get("metadata", {}).get("tags", []):
                 setup.append(_code(c.source))
-            elif not _meta(c).get("solution") and not is_test_cell(c):
+            elif not cells.is_answer(c) and not is_test_cell(c):
                 try:
                     tree = ast.parse(_code(c.source))
                 except SyntaxError:
@@ -432,7 +429,7 @@ def check_lesson(notebook_path, log=print):
         if cell.cell_type != "code" or cell.get("id") == "colab-setup":
             continue
         if is_test_cell(cell):
-            grade_id = _meta(cell).get("grade_id")
+            grade_id = cells.grade_id(cell)
             _, error = runner.run(grade_id)
             results[grade_id] = error
             log(f"{grade_id}: " + ("passed" if error is None else f"FAILED {type(error).__name__}: {str(error)[:400]}"))

@@ -1,6 +1,6 @@
 """Warm worker processes: each submission is graded in a process forked from one that has nbgrader imported.
 
-A fresh `python -m autograder.grading JOB` spends about 1.7 s importing nbformat, jsonschema,
+A fresh `python -m autograder.worker JOB` spends about 1.7 s importing nbformat, jsonschema,
 nbgrader and IPython before it grades anything; a class of 200 notebooks pays that 200 times. A
 zygote is a small single-threaded process that imports all of it once and then, for each
 job the parent sends it, forks a child that runs the job: a new process (its own pid,
@@ -31,11 +31,11 @@ import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-TARGET = "autograder.grading:main"  # what a worker runs: main(Path(job_file))
+TARGET = "autograder.worker:main"  # what a worker runs: main(Path(job_file)) (worker.py: the job protocol)
 # What a grading worker imports (found by comparing sys.modules before and after a job): nbgrader,
 # and, through jupyter_client's kernel spec lookup and nbgrader's gradebook, IPython, ipykernel and sqlite
 # and, for the test cells it runs on its own side (verdicts.py), torch, course_utils and cloudpickle
-PRELOAD = ["autograder.grading", "nbgrader.apps", "nbgrader.coursedir", "IPython", "IPython.core.debugger",
+PRELOAD = ["autograder.grading", "autograder.worker", "autograder.preprocessors", "nbgrader.apps", "nbgrader.coursedir", "IPython", "IPython.core.debugger",
            "ipykernel.kernelspec", "sqlite3", "sqlalchemy.dialects.sqlite", "torch", "course_utils", "cloudpickle"]
 _IDLE, _LOCK = [], threading.Lock()
 
@@ -150,14 +150,14 @@ def close_idle():
 
 def _die_with(parent):
     """SIGKILL this process when `parent` (a pid) dies, even if it died already."""
-    from .sandbox import PR_SET_PDEATHSIG, _libc
-    _libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    import ctypes
+    ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:
         os._exit(1)
 
 
 def _child(job, log, env, target, zygote):
-    """In the forked child: become the worker `python -m autograder.grading JOB` would have been."""
+    """In the forked child: become the worker `python -m autograder.worker JOB` would have been."""
     code = 1
     try:
         _die_with(zygote)  # and the kernel launcher dies with us: nothing of the job outlives the grader

@@ -53,7 +53,8 @@ from nbformat.v4 import new_code_cell, new_notebook, new_output  # noqa: E402
 from nbgrader.utils import determine_grade  # noqa: E402
 
 from autograder import integrity  # noqa: E402
-from autograder.grading import TestCellOutcome, already_graded, submission_digest  # noqa: E402
+from autograder.grading import already_graded, submission_digest  # noqa: E402
+from autograder.preprocessors import TestCellOutcome  # noqa: E402
 from autograder.restore import restore  # noqa: E402
 
 

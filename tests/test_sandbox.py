@@ -384,26 +384,26 @@ def test_a_hostile_kernel_leaves_the_victim_beside_it_with_its_grade(settings, r
 
 @pytest.mark.parametrize("hangs, success", [(0, True), (1, True), (2, False)])
 def test_a_hang_is_graded_again_once_and_never_scored_as_the_students(monkeypatch, tmp_path, hangs, success):
-    from autograder import grading
+    from autograder import worker
     events = tmp_path / "events.txt"
     monkeypatch.setenv("AUTOGRADER_EVENTS", str(events))
     runs = []
 
     def fake_work(job):
         runs.append(job)
-        grading._event("cell 3 timed out: no reply")
+        worker.event("cell 3 timed out: no reply")
         if len(runs) <= hangs:
-            grading._event(f"{grading.HANG} cell 3 never started: the kernel sat idle and no reply came")
+            worker.event(f"{worker.HANG} cell 3 never started: the kernel sat idle and no reply came")
         return {"success": True, "error": "", "log": ""}
 
-    monkeypatch.setattr(grading, "work", fake_work)
-    outcome = grading.work_retrying_a_hang({"student": "s"})
+    monkeypatch.setattr(worker, "work", fake_work)
+    outcome = worker.work_retrying_a_hang({"student": "s"})
     assert len(runs) == min(hangs, 1) + 1 and outcome["success"] is success
     if not success:
         assert "the grader's fault, not the student's" in outcome["error"] and "cell 3" in outcome["error"]
     if hangs:
         assert (tmp_path / "events-hung.txt").exists()
-        assert events.read_text().startswith(f"{grading.HANG} graded again in a fresh kernel")
+        assert events.read_text().startswith(f"{worker.HANG} graded again in a fresh kernel")
 
 
 DROP_NEXT_REQUEST = """_k = get_ipython().kernel

@@ -1,0 +1,60 @@
+"""The course gradebook (nbgrader's, SQLite): the parent is its one writer.
+
+Workers write a private copy (a shard); `merge` copies what one worker wrote about its
+submission into the course gradebook, `record_failure` enters a submission that could not be
+graded, and `mark_flagged` sets nbgrader's own flag that formgrader shows.
+"""
+import warnings
+from pathlib import Path
+
+
+def open_gradebook(course_root_or_url):
+    """nbgrader's Gradebook on `<course_root>/gradebook.db` (or on a sqlite:/// URL)."""
+    from nbgrader.api import Gradebook
+    url = str(course_root_or_url)
+    if not url.startswith("sqlite:"):
+        url = f"sqlite:///{Path(url).resolve() / 'gradebook.db'}"
+    return Gradebook(url)
+
+
+def merge(shard_url, course_root, lesson, student):
+    """Copy what nbgrader wrote about one submission from a shard gradebook into the course gradebook."""
+    with warnings.catch_warnings():  # nbgrader's own SQLAlchemy autoflush notices
+        warnings.simplefilter("ignore")
+        with open_gradebook(shard_url) as shard, open_gradebook(course_root) as main:
+            got = shard.find_submission(lesson, student)
+            main.update_or_create_student(student)
+            sub = main.update_or_create_submission(lesson, student, timestamp=got.timestamp)
+            for nb in got.notebooks:
+                target = main.find_submission_notebook(nb.name, lesson, student)
+                target.late_submission_penalty = nb.late_submission_penalty
+                for grade in nb.grades:
+                    g = main.find_grade(grade.name, nb.name, lesson, student)
+                    g.auto_score, g.needs_manual_grade = grade.auto_score, grade.needs_manual_grade
+                for comment in nb.comments:
+                    c = main.find_comment(comment.name, nb.name, lesson, student)
+                    c.auto_comment = comment.auto_comment
+            main.db.commit()
+            return sub.score, sub.max_score
+
+
+def record_failure(course_root, lesson, student):
+    """Enter a submission that could not be graded: every grade zero, nothing left pending."""
+    with warnings.catch_warnings(), open_gradebook(course_root) as gb:
+        warnings.simplefilter("ignore")
+        gb.update_or_create_student(student)
+        sub = gb.update_or_create_submission(lesson, student)
+        for nb in sub.notebooks:
+            for grade in nb.grades:
+                if grade.auto_score is None:
+                    grade.auto_score = 0
+        gb.db.commit()
+        return sub.score, sub.max_score
+
+
+def mark_flagged(course_root, lesson, student, flagged):
+    """nbgrader's own flag on the submission's notebooks (formgrader shows it)."""
+    with open_gradebook(course_root) as gb:
+        for nb in gb.find_submission(lesson, student).notebooks:
+            nb.flagged = bool(flagged)
+        gb.db.commit()

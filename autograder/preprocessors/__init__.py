@@ -1,0 +1,13 @@
+"""The course's nbgrader preprocessors, one job each, named in nbgrader_config.py.
+
+Sanitizing (before the kernel starts): RestoreCellMetadata, DeduplicateIds, then nbgrader's
+OverwriteCells, then StripHiddenTests. Autograding: GradingExecute (SandboxedExecute under
+`python -m autograder grade`), then TestCellOutcome before nbgrader's SaveAutoGrades.
+"""
+from .execute import GradingExecute, SandboxedExecute
+from .hidden import StripHiddenTests
+from .metadata import DeduplicateIds, RestoreCellMetadata
+from .outcome import TestCellOutcome
+
+__all__ = ["GradingExecute", "SandboxedExecute", "StripHiddenTests", "DeduplicateIds", "RestoreCellMetadata",
+           "TestCellOutcome"]

@@ -1,0 +1,181 @@
+"""Running a submission: the test cells on the grader's side, the integrity flags, and the sandboxed kernel.
+
+GradingExecute is nbgrader's Execute with every graded test cell run here (verdicts.py), never in
+the kernel, and the integrity check (integrity.py) after each; plain `nbgrader autograde` with
+the course's nbgrader_config.py uses it. SandboxedExecute, used by `python -m autograder grade`,
+adds the kernel launcher of sandbox.py, a wall-clock budget per notebook, capped output, and a
+dead kernel (os._exit, a crash, a memory limit) failing the remaining cells instead of the
+whole notebook.
+"""
+import json
+import time
+
+from jupyter_core.utils import run_sync
+from nbclient.exceptions import CellTimeoutError, DeadKernelError
+from nbformat.v4 import new_output
+from nbgrader.preprocessors import Execute
+from traitlets import Bool, Integer
+
+from .. import cells, integrity, sandbox, verdicts
+from ..course import lesson_notebook
+from ..nbrun import SlicedWaits
+from ..worker import HANG, event, record_kernel
+
+
+def error_output(ename, evalue):
+    return new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"])
+
+
+class GradingExecute(SlicedWaits, Execute):
+    """nbgrader's Execute with the test cells run on the grader's side, and the integrity check.
+
+    A graded test cell is never sent to the kernel: verdicts.py runs it here, from the source
+    notebook, against the student's objects. Before the first cell, a silent request records
+    what the tests rely on; after each graded test cell the same request is compared with it.
+    A change is a flag for review (`integrity: ...`), never a score: the verdicts do not depend
+    on the kernel's state, so a patch earns nothing and costs nothing the honest work earned.
+    """
+    integrity_check = Bool(True, help="check what the tests rely on after every test cell").tag(config=True)
+    check_timeout = Integer(30, help="seconds to wait for the integrity check's answer").tag(config=True)
+
+    def preprocess(self, nb, resources=None, km=None):
+        source = lesson_notebook(self.config, resources, "source")
+        if source is None:
+            raise ValueError("the lesson's source notebook was not found: its tests cannot run")
+        self._watch = integrity.Watch(source)
+        self._tests, self._runner = verdicts.LessonTests(source), None
+        self._integrity_off = not self.integrity_check
+        self._reported = set()
+        return super().preprocess(nb, resources, km)
+
+    def _run_test_here(self, cell, index):
+        """A test cell's verdict, decided in this process (verdicts.py): the kernel never sees the test."""
+        if self._runner is None:
+            transport = verdicts.kernel_transport(
+                self.kc, run_sync(self.kc.shell_channel.get_msg), deadline=lambda: self._test_deadline,
+                on_timeout=run_sync(self.km.interrupt_kernel), is_alive=run_sync(self.km.is_alive))
+            self._runner = self._tests.runner(verdicts.Session(transport))
+        self._test_deadline = time.monotonic() + (self.timeout or 60)
+        try:
+            stdout, error = self._runner.run(cells.grade_id(cell))
+        except verdicts.GraderSideError as e:
+            stdout, error = "", e
+            event(f"verdicts: the grader could not run test cell {cells.grade_id(cell)}: {e}")
+        if isinstance(error, TimeoutError):
+            event(f"cell {index} timed out: the student's code ran past the cell's limit during its test")
+        cell.outputs = verdicts.outputs_for(stdout, error)
+        cell.execution_count = None
+        return cell
+
+    def _ask(self, mode):
+        nonce, expression = self._watch.request(mode)
+        msg_id = self.kc.execute("", silent=True, store_history=False, user_expressions={"check": expression},
+                                 allow_stdin=False, stop_on_error=False)
+        # the baseline imports torch, numpy and course_utils (the notebook's first cells would): a cell's time
+        timeout = max(self.check_timeout, self.timeout or 0) if mode == "baseline" else self.check_timeout
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                msg = run_sync(self.kc.shell_channel.get_msg)(timeout=max(0.1, deadline - time.monotonic()))
+            except Exception:  # noqa: BLE001: queue.Empty, or the channel closed with the kernel
+                break
+            if msg["parent_header"].get("msg_id") == msg_id:
+                return self._watch.parse(nonce, msg)
+        raise ValueError(f"no answer within {timeout} s")
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type == "code" and not self._integrity_off and self._watch.baseline is None:
+            try:
+                self._watch.baseline = self._ask("baseline")
+            except Exception as e:  # noqa: BLE001: the grader's problem, never the student's score
+                self._integrity_off = True
+                event(f"integrity: not checked: the grader's check could not start ({e})")
+        if cells.is_test(cell) and cells.grade_id(cell) in self._tests.tests:
+            cell = self._run_test_here(cell, index)
+        else:
+            cell, resources = super().preprocess_cell(cell, resources, index)
+        if cells.is_test(cell) and not self._integrity_off and self._watch.baseline is not None:
+            try:
+                changes = self._watch.changes(self._ask("check"))
+            except Exception as e:  # noqa: BLE001: a kernel that fakes or withholds the answer
+                changes = [f"the integrity check got no genuine answer ({e})"]
+            if changes:
+                for change in changes:
+                    if change not in self._reported:
+                        self._reported.add(change)
+                        event(f"integrity: {change} (first seen after test cell {cells.grade_id(cell)})")
+        return cell, resources
+
+
+class SandboxedExecute(GradingExecute):
+    """GradingExecute with a sandboxed kernel, a notebook budget, capped output and dead-kernel recovery."""
+    notebook_timeout = Integer(300, help="seconds of execution for the whole notebook").tag(config=True)
+    max_output_bytes = Integer(512 * 1024, help="output kept per cell (the rest is dropped)").tag(config=True)
+
+    def __init__(self, *args, **kwargs):
+        kwargs.setdefault("kernel_manager_class", sandbox.SandboxKernelManager)
+        super().__init__(*args, **kwargs)
+
+    def preprocess(self, nb, resources=None, km=None):
+        self._deadline = time.monotonic() + self.notebook_timeout
+        self._cell_timeout = self.timeout
+        self._dead = None
+        self._timed_out = False
+        self._output_bytes = {}
+        return super().preprocess(nb, resources, km)
+
+    def start_new_kernel(self, **kwargs):
+        super().start_new_kernel(**kwargs)
+        record_kernel(self.km)
+
+    def preprocess_cell(self, cell, resources, index):
+        if cell.cell_type != "code":
+            return cell, resources
+        remaining = self._deadline - time.monotonic()
+        if not self._dead and remaining <= 0:
+            self._dead = f"the notebook ran past its {self.notebook_timeout} s budget before cell {index}"
+            event(self._dead)
+        if self._dead:
+            cell.outputs = [error_output("CellNotRun", f"not run: {self._dead}")]
+            event(f"cell {index} not run: {self._dead}")
+            return cell, resources
+        self.timeout = max(1, int(min(self._cell_timeout, remaining)))
+        try:
+            return super().preprocess_cell(cell, resources, index)
+        except DeadKernelError:
+            self._dead = f"the kernel died in cell {index} (os._exit, a crash, or a resource limit)"
+            cell.outputs.append(error_output("DeadKernelError", self._dead))
+            event(self._dead)
+            return cell, resources
+        except CellTimeoutError as e:  # no reply, or output still streaming, after the interrupt
+            cell.outputs.append(error_output("CellTimeoutError", str(e).splitlines()[0]))
+            event(f"cell {index} timed out: {str(e).splitlines()[0]}")
+            self._note_timeout(cell, index)
+            return cell, resources
+
+    def _note_timeout(self, cell, index):
+        if "iopub.execute_input" not in cell.metadata.get("execution", {}) and not self._timed_out:
+            # the kernel never started the cell, right after one that ended: a lost request
+            # (ipykernel issue 1554), not slow code (after a timeout, the student's code may hold it)
+            event(f"{HANG} cell {index} never started: the kernel sat idle and no reply came")
+        self._timed_out = True
+
+    def on_cell_executed(self, **kwargs):
+        super().on_cell_executed(**kwargs)
+        outputs = kwargs["cell"].get("outputs", [])
+        if any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in outputs):
+            event(f"cell {kwargs['cell_index']} timed out after {self.timeout} s")
+            self._note_timeout(kwargs["cell"], kwargs["cell_index"])
+
+    def output(self, outs, msg, display_id, cell_index):
+        if msg["msg_type"] in ("stream", "display_data", "execute_result", "update_display_data"):
+            size = len(json.dumps(msg["content"]))
+            used = self._output_bytes.get(cell_index, 0)
+            self._output_bytes[cell_index] = used + size
+            if used + size > self.max_output_bytes:
+                if used <= self.max_output_bytes:
+                    event(f"cell {cell_index} output truncated at {self.max_output_bytes} bytes")
+                    outs.append(new_output("stream", name="stdout",
+                                           text=f"\n... output truncated at {self.max_output_bytes} bytes ...\n"))
+                return None
+        return super().output(outs, msg, display_id, cell_index)

@@ -1,0 +1,33 @@
+"""A submission's nbgrader metadata: restored as released, and copies of graded cells made ordinary."""
+from nbgrader.preprocessors import DeduplicateIds as NbgraderDeduplicateIds
+from nbgrader.preprocessors import NbGraderPreprocessor
+
+from ..course import lesson_notebook
+from ..restore import restore
+
+
+class RestoreCellMetadata(NbGraderPreprocessor):
+    """restore.py before nbgrader's OverwriteCells: every cell gets its released nbgrader metadata back."""
+
+    def preprocess(self, nb, resources):
+        released = lesson_notebook(self.config, resources, "release") or \
+            lesson_notebook(self.config, resources, "source")
+        for change in restore(nb, released) if released is not None else []:
+            self.log.warning("tampered: %s", change)
+        return nb, resources
+
+
+class DeduplicateIds(NbgraderDeduplicateIds):
+    """nbgrader's DeduplicateIds, fixed: the copies of a cell lose their nbgrader metadata entirely.
+
+    A cell copied and pasted in Jupyter keeps its metadata, grade_id included. nbgrader keeps
+    the first and sets the copy's metadata to {}, which its own schema check then rejects
+    ("Outdated schema version: 0") and the whole submission fails. Removing the key instead
+    makes the copy an ordinary student cell: it still runs, it earns nothing.
+    """
+
+    def preprocess_cell(self, cell, resources, cell_index):
+        cell, resources = super().preprocess_cell(cell, resources, cell_index)
+        if cell.metadata.get("nbgrader", None) == {}:
+            del cell.metadata["nbgrader"]
+        return cell, resources
