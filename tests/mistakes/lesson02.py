@@ -15,9 +15,10 @@ MISTAKES = {
         def attention_weights(scores, mask=None):
             return torch.softmax(scores, dim=1)
     """),
-    "attend that averages the encoder states": ("test_attend", """
+    "attend with uniform weights over every position": ("test_attend", """
         def attend(query, encoder_states, mask, score):
-            return encoder_states.mean(1, keepdim=True).expand(-1, query.shape[1], -1), None
+            w = torch.full((query.shape[0], query.shape[1], encoder_states.shape[1]), 1.0 / encoder_states.shape[1])
+            return w @ encoder_states, w
     """),
     "additive score that ignores the keys": ("test_additive_score", """
         class AdditiveScore(AdditiveScore):
@@ -230,4 +231,17 @@ ALTERNATIVES = {
             def forward(self, query, keys):
                 return torch.einsum("bqd,de,bke->bqk", query, self.W.weight, keys)
     """),
+}
+
+
+# Mistakes that make the later answers that use them raise, so that no later test has anything to
+# compare: float64 weights meet float32 encoder states inside attend (and the step), and an attend
+# that calls the score the wrong way round, or ignores it, feeds the step's AdditiveScore the wrong sizes.
+ALSO_FAILS = {
+    "attention weights in float64": (("test_attend", "test_bahdanau_decoder"),
+                                     "float64 weights @ float32 states raises inside attend"),
+    "attend that calls the score with its arguments swapped": (("test_bahdanau_decoder",),
+                                                               "AdditiveScore gets the wrong sizes and raises"),
+    "attend that ignores the score function it is given": (("test_bahdanau_decoder",),
+                                                           "its own dot product of unequal sizes raises"),
 }
