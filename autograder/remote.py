@@ -1,0 +1,278 @@
+"""The grader's channel into a student's kernel: handles on kernel objects, and data back.
+
+verdicts.py runs a test cell on the grader's side; every time the test touches a student
+object it goes through a Session: a request (pickled here with cloudpickle: arguments by value,
+`Remote` handles by id) answered by kernel_rpc.py in the kernel, whose answer is JSON holding
+only plain data (numbers, strings, tensors and arrays as raw bytes, containers of these) or ids
+of objects that stay in the kernel. Answers are decoded strictly here (allow-listed dtypes,
+shapes that match their bytes, bounded sizes); anything else is a GraderSideError, never data.
+The transport is a function `bytes -> answer text`: over a Jupyter kernel (kernel_transport) in
+grading, or in this process (in_process_transport) for tests and `verdicts check`.
+"""
+import ast
+import base64
+import builtins
+import contextlib
+import io
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+MAX_ANSWER_CHARS = 96 * 2**20
+DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "complex64",
+          "complex128"}
+TORCH_ONLY = {"bfloat16"}
+STUB = (Path(__file__).with_name("kernel_rpc.py")).read_text()
+_BUILTIN_ERRORS = {name: getattr(builtins, name) for name in
+                   "ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
+                   "NotImplementedError OverflowError RecursionError RuntimeError StopIteration TypeError "
+                   "ValueError ZeroDivisionError MemoryError".split()}
+
+
+class GraderSideError(Exception):
+    """The grader could not ask the kernel (no answer, a malformed answer): never the student's verdict."""
+
+
+# ------------------------------------------------------------------ handles on kernel objects
+
+class Remote:
+    """A handle on an object that stays in the student's kernel."""
+    __slots__ = ("_session", "_id", "_label")
+
+    def __init__(self, session, number, label):
+        object.__setattr__(self, "_session", session)
+        object.__setattr__(self, "_id", number)
+        object.__setattr__(self, "_label", label)
+
+    def _ask(self, op, args=(), kwargs=None, label=None):
+        return self._session.ask(op, self._id, args, kwargs or {}, label or self._label)
+
+    def __call__(self, *args, **kwargs):
+        return self._ask("call", args, kwargs, f"{self._label}(...)")
+
+    def __getattr__(self, name):
+        if name.startswith("__") and name.endswith("__"):
+            raise AttributeError(name)  # numpy and friends probe for __array__ & co: never the kernel's business
+        return self._ask("getattr", (name,), label=f"{self._label}.{name}")
+
+    def __setattr__(self, name, value):
+        self._ask("setattr", (name, value), label=f"{self._label}.{name}")
+
+    def __len__(self):
+        return self._ask("len", label=f"len({self._label})")
+
+    def __iter__(self):
+        return iter(self._ask("list", label=f"list({self._label})"))
+
+    def __getitem__(self, key):
+        return self._ask("getitem", (key,), label=f"{self._label}[...]")
+
+    def __bool__(self):
+        return self._ask("bool", label=f"bool({self._label})")
+
+    def __repr__(self):
+        return f"<student object {self._label}>"
+
+    def __reduce__(self):
+        raise TypeError("a Remote handle is sent by id, through the session's pickler only")
+
+    def __remote_call_with_grads__(self, args, kwargs, grad_output):
+        return self._ask("grads", (tuple(args), dict(kwargs), grad_output), label=f"{self._label}(...) backward")
+
+
+# ------------------------------------------------------------------ the conversation with the kernel
+
+def _pickle(request):
+    import cloudpickle
+
+    class Pickler(cloudpickle.Pickler):
+        def persistent_id(self, obj):
+            return ("h", object.__getattribute__(obj, "_id")) if type(obj) is Remote else None
+
+    out = io.BytesIO()
+    Pickler(out, protocol=4).dump(request)
+    return out.getvalue()
+
+
+def _decode(value, session, label, depth=0):
+    """A kernel answer as plain values built here; anything unexpected is a GraderSideError."""
+    import torch
+    if depth > 25:
+        raise GraderSideError("answer nested too deeply")
+    if value is None or type(value) in (bool, str):
+        return value
+    if type(value) is not dict or "t" not in value:
+        raise GraderSideError(f"malformed answer {type(value).__name__}")
+    kind = value["t"]
+    if kind == "none":
+        return None
+    if kind == "int":
+        return int(str(value["v"])[:5000])
+    if kind == "float":
+        return float(str(value["v"])[:100])
+    if kind in ("tensor", "ndarray", "npscalar"):
+        dtype = str(value["dtype"])
+        if dtype not in DTYPES:
+            raise GraderSideError(f"unexpected dtype {dtype!r}")
+        raw = base64.b64decode(str(value["b64"]), validate=True)
+        shape = [] if kind == "npscalar" else [int(s) for s in value["shape"]]
+        if any(s < 0 for s in shape) or int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize != len(raw):
+            raise GraderSideError("an array's shape does not match its bytes")
+        array = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+        if kind == "npscalar":
+            return array[()]
+        if kind == "ndarray":
+            return array
+        tensor = torch.from_numpy(array)
+        original = str(value.get("as", dtype))
+        if original != dtype:
+            if original not in DTYPES | TORCH_ONLY:
+                raise GraderSideError(f"unexpected dtype {original!r}")
+            tensor = tensor.to(getattr(torch, original))
+        return tensor
+    if kind == "dtype":
+        name = str(value["v"])
+        if name not in DTYPES | TORCH_ONLY:
+            raise GraderSideError(f"unexpected dtype {name!r}")
+        return getattr(torch, name)
+    if kind in ("tuple", "list"):
+        items = [_decode(v, session, f"{label}[{i}]", depth + 1) for i, v in enumerate(value["items"])]
+        return tuple(items) if kind == "tuple" else items
+    if kind == "dict":
+        out = {}
+        for k, v in value["items"]:
+            key = _decode(k, session, label, depth + 1)
+            if type(key) not in (str, int):
+                raise GraderSideError("a dict key that is not a str or int")
+            out[key] = _decode(v, session, f"{label}[{key!r}]", depth + 1)
+        return out
+    if kind == "handle":
+        return Remote(session, int(value["id"]), label)
+    raise GraderSideError(f"unknown answer kind {kind!r}")
+
+
+def _copy_back(original, changed):
+    """Mirror an in-place change the student's code made to a tensor or array argument."""
+    import torch
+    if isinstance(original, torch.Tensor) and isinstance(changed, torch.Tensor):
+        if original.shape == changed.shape and original.dtype == changed.dtype:
+            with torch.no_grad(), contextlib.suppress(RuntimeError):  # (an expanded view cannot be written)
+                original.copy_(changed)
+    elif type(original) is np.ndarray and type(changed) is np.ndarray:
+        if original.shape == changed.shape and original.dtype == changed.dtype and original.flags.writeable:
+            np.copyto(original, changed)
+
+
+class Session:
+    """One kernel's conversation: `transport(bytes) -> answer text`."""
+
+    def __init__(self, transport):
+        self.transport = transport
+        self.requests = 0
+
+    def ask(self, op, target, args, kwargs, label):
+        from course_utils.checks import ForbiddenCall, forbidden_now
+        forbidden = forbidden_now()
+        payload = _pickle((op, target, tuple(args), dict(kwargs), forbidden))
+        self.requests += 1
+        text = self.transport(payload)
+        if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
+            raise GraderSideError("no answer, or an answer too large")
+        try:
+            answer = json.loads(text)
+        except ValueError:
+            raise GraderSideError("an answer that is not JSON") from None
+        if type(answer) is not dict:
+            raise GraderSideError("an answer that is not a JSON object")
+        if not answer.get("ok"):
+            kind = str(answer.get("error"))
+            name = label if op != "get" else target
+            if kind == "ForbiddenCall":
+                used = answer.get("forbidden")
+                used = used if used in forbidden else (forbidden[0] if forbidden else "a forbidden operator")
+                raise ForbiddenCall(f"{name} called {used}, which this exercise asks you to build yourself.")
+            if op == "get" and kind == "NameError":
+                raise NameError(f"name {target!r} is not defined in your notebook: run the cell that defines it, "
+                                "and keep the name the exercise gives")
+            if kind == "TooLarge":
+                raise AssertionError(f"{name} returned more data than the grader accepts")
+            error = _BUILTIN_ERRORS.get(kind, RuntimeError)
+            hint = " (the exercise is not done yet?)" if kind == "NotImplementedError" else ""
+            raise error(f"{name} raised {kind}{hint}; run this test cell in your notebook to see the details")
+        value = _decode(answer.get("value"), self, label)
+        for key, changed in (answer.get("mirror") or {}).items():
+            index = int(key) if key.isdigit() else key
+            source = args[index] if isinstance(index, int) and index < len(args) else kwargs.get(index)
+            _copy_back(source, _decode(changed, self, label))
+        return value
+
+    def fetch(self, name):
+        return self.ask("get", name, (), {}, name)
+
+
+def in_process_transport(namespace):
+    """A transport that serves requests from a namespace in this process (tests and the mistakes data)."""
+    stub = {"__name__": "__autograder_rpc__"}
+    exec(compile(STUB, "<kernel_rpc>", "exec"), stub)
+    return lambda payload: stub["serve"](payload, namespace)
+
+
+def kernel_code(payload):
+    """The silent cell that answers one request in the kernel (its result is read through user_expressions)."""
+    stub = base64.b64encode(STUB.encode()).decode()
+    request = base64.b64encode(payload).decode()
+    return ("(lambda ns: (exec(compile(__import__('base64').b64decode(%r).decode(), '<autograder>', 'exec'), ns), "
+            "ns['handle_request'](%r)))({'__name__': '__autograder_rpc__'})" % (stub, request))
+
+
+# pops the answer, so that a request whose answer was never set cannot be read as the one before it
+ANSWER_EXPRESSION = "__import__('sys').modules['__autograder_handles__'].__dict__.pop('answer', None)"
+
+
+# ------------------------------------------------------------------ asking a Jupyter kernel
+
+def kernel_transport(kc, get_shell_msg, deadline, on_timeout=None, is_alive=None):
+    """A transport over a jupyter KernelClient: one silent execute per request.
+
+    get_shell_msg(timeout): the next shell message (raises queue.Empty); deadline(): the monotonic
+    time by which the answer must come (the cell's timeout); past it, `on_timeout()` (interrupt
+    the kernel) is called and TimeoutError raised; `is_alive()` False raises DeadKernelError.
+    """
+    from queue import Empty
+
+    def transport(payload):
+        msg_id = kc.execute(kernel_code(payload), silent=True, store_history=False,
+                            user_expressions={"answer": ANSWER_EXPRESSION}, allow_stdin=False, stop_on_error=False)
+        limit, interrupted = deadline(), False
+        while True:
+            try:
+                msg = get_shell_msg(timeout=0.1)
+            except Empty:
+                if is_alive is not None and not is_alive():
+                    from nbclient.exceptions import DeadKernelError
+                    raise DeadKernelError("the kernel died while the student's code ran") from None
+                if time.monotonic() > limit:
+                    if interrupted:
+                        raise TimeoutError("your code did not finish within the cell's time limit") from None
+                    interrupted = True
+                    if on_timeout is not None:
+                        on_timeout()
+                    limit = time.monotonic() + 10
+                continue
+            if msg.get("parent_header", {}).get("msg_id") != msg_id:
+                continue
+            if interrupted:
+                raise TimeoutError("your code did not finish within the cell's time limit")
+            found = msg.get("content", {}).get("user_expressions", {}).get("answer", {})
+            text = found.get("data", {}).get("text/plain") if found.get("status") == "ok" else None
+            answer = None
+            if isinstance(text, str) and len(text) <= MAX_ANSWER_CHARS + 16:
+                try:
+                    answer = ast.literal_eval(text)
+                except (ValueError, SyntaxError, MemoryError, RecursionError):
+                    pass
+            return answer if isinstance(answer, str) else json.dumps({"ok": False, "error": "Exception"})
+
+    return transport
