@@ -45,8 +45,7 @@ MAX_OUTPUTS = 50  # submitted outputs shown per cell
 SAFE_MIME = ("text/plain", "text/html", "text/markdown", "text/latex", "image/png", "image/jpeg", "image/gif")
 # error names a failed test may show: Python's own exceptions and the course's (others become "Error": a class
 # name is chosen by whoever raises it, and student code can raise a class named after a hidden test)
-COURSE_ERRORS = {"ForbiddenCall", "IntegrityError", "CellTimeoutError", "DeadKernelError", "CellExecutionError",
-                 "TestFailed", "CheckFailed"}
+COURSE_ERRORS = {"ForbiddenCall", "IntegrityError", "CellTimeoutError", "DeadKernelError", "CellExecutionError"}
 PYTHON_ERRORS = {name for name, value in vars(builtins).items()
                  if isinstance(value, type) and issubclass(value, BaseException)}
 PASSED = "Test passed.\n"
