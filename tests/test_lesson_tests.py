@@ -13,6 +13,18 @@ def test_test_cell_passes_the_solution(lesson, test_id):
     LessonCode(lesson).run_test_cell(test_id)
 
 
+_GRADER_SIDE = {}
+
+
+@pytest.mark.parametrize("lesson, test_id", CELLS)
+def test_test_cell_passes_the_solution_on_the_grader_side(lesson, test_id):
+    """The way grading runs it (autograder.verdicts: the cell outside the kernel, answers through handles)."""
+    if lesson not in _GRADER_SIDE:
+        _GRADER_SIDE[lesson] = LessonCode(lesson).run_all_test_cells()
+    failure = _GRADER_SIDE[lesson][test_id]
+    assert failure is None, f"{lesson} {test_id} fails on the grader's side: {type(failure).__name__}: {failure}"
+
+
 @pytest.mark.parametrize("lesson, test_id", CELLS)
 def test_test_cell_has_hidden_tests(lesson, test_id):
     source = LessonCode(lesson).tests[test_id]
