@@ -253,22 +253,30 @@ def _start_janitor(runtime):
                     os.dup2(null, fd)
                 os.closerange(3, r)
                 os.closerange(r + 1, 65536)
+                os.set_inheritable(r, True)
                 for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-                    signal.signal(sig, signal.SIG_IGN)
-                said = b""
-                while True:
-                    chunk = os.read(r, 64)
-                    if not chunk:
-                        break
-                    said += chunk
-                if b"done" not in said:
-                    _clean_after(launcher, runtime, parent)
+                    signal.signal(sig, signal.SIG_IGN)  # kept across exec: only SIGKILL stops it
+                # a fresh interpreter with an empty environment: nothing of the launcher's memory or settings
+                os.execve(sys.executable, [sys.executable, "-I", "-S", os.path.abspath(__file__), "--janitor",
+                                           str(r), str(launcher), str(parent), runtime], {})
         except BaseException:  # noqa: BLE001: never run the launcher's code in a child
             pass
         os._exit(0)
     os.close(r)
     os.waitpid(first, 0)
     return w
+
+
+def _janitor(r, launcher, parent, runtime):
+    """Wait for the launcher's "done"; without it (end of file: the launcher was killed), clean up after it."""
+    said = b""
+    while True:
+        chunk = os.read(r, 64)
+        if not chunk:
+            break
+        said += chunk
+    if b"done" not in said:
+        _clean_after(launcher, runtime, parent)
 
 
 def sweep(log=None):
@@ -689,7 +697,9 @@ def _kernel_manager_class():
     return SandboxKernelManager
 
 
-if __name__ == "__main__":
+if __name__ == "__main__" and sys.argv[1:2] == ["--janitor"]:
+    _janitor(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]), sys.argv[5])
+elif __name__ == "__main__":
     sep = sys.argv.index("--")
     launch(json.loads(sys.argv[1]), sys.argv[sep + 1:])
 else:
