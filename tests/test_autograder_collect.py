@@ -508,17 +508,17 @@ def test_links_pipes_and_devices_are_never_followed_or_read_and_each_is_listed(t
     (carol / "01_seq2seq_bottleneck.ipynb").write_text(_nb("carol's own"))
     (carol / "02_bahdanau_attention.ipynb").symlink_to(carol / "01_seq2seq_bottleneck.ipynb")  # inside the tree
     os.mkfifo(carol / "notes.ipynb")  # opening it would block collect forever
-    expected = [(f"alice+01_seq2seq_bottleneck+2024-01-01 10:00:00/01_seq2seq_bottleneck.ipynb",
+    expected = [("alice+01_seq2seq_bottleneck+2024-01-01 10:00:00/01_seq2seq_bottleneck.ipynb",
                  f"a symbolic link (to {solutions}/01_seq2seq_bottleneck.ipynb): never followed or read"),
-                (f"bob+01_seq2seq_bottleneck+2024-01-01 10:00:00", f"a symbolic link (to {solutions}): never "
+                ("bob+01_seq2seq_bottleneck+2024-01-01 10:00:00", f"a symbolic link (to {solutions}): never "
                                                                    f"followed or read"),
-                (f"carol+01_seq2seq_bottleneck+2024-01-01 10:00:00/02_bahdanau_attention.ipynb",
+                ("carol+01_seq2seq_bottleneck+2024-01-01 10:00:00/02_bahdanau_attention.ipynb",
                  f"a symbolic link (to {carol}/01_seq2seq_bottleneck.ipynb): never followed or read"),
-                (f"carol+01_seq2seq_bottleneck+2024-01-01 10:00:00/notes.ipynb",
+                ("carol+01_seq2seq_bottleneck+2024-01-01 10:00:00/notes.ipynb",
                  "a named pipe (fifo): never followed or read")]
     try:
         os.mknod(carol / "disk.ipynb", 0o600 | __import__("stat").S_IFCHR, os.makedev(1, 3))  # /dev/null's numbers
-        expected.insert(2, (f"carol+01_seq2seq_bottleneck+2024-01-01 10:00:00/disk.ipynb",
+        expected.insert(2, ("carol+01_seq2seq_bottleneck+2024-01-01 10:00:00/disk.ipynb",
                             "a character device: never followed or read"))
     except PermissionError:
         pass  # not root: the device case is left out
@@ -660,7 +660,6 @@ def test_names_that_are_not_utf8_hold_a_newline_or_differ_only_in_case_are_place
 
 def test_a_crash_while_writing_collect_json_leaves_the_old_one_and_the_next_collect_and_export_work(tmp_path,
                                                                                                    monkeypatch):
-    import os
     from autograder import collect as module
     from autograder.export import export
     course = tmp_path / "course"
