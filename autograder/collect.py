@@ -333,7 +333,7 @@ def _entries_of_zip(fileobj, prefix, depth, out, problems, skipped, budget, stac
         parts = [p for p in PurePosixPath(_zip_name(info).replace("\\", "/")).parts if p not in ("", ".", "..", "/")]
         rel = PurePosixPath(str(prefix), *parts) if str(prefix) else PurePosixPath(*parts)
         mode = info.external_attr >> 16
-        if info.create_system == 3 and stat.S_IFMT(mode) and not stat.S_ISREG(mode):  # made on Unix: a file type
+        if stat.S_IFMT(mode) and not stat.S_ISREG(mode):  # a Unix file type in the entry's attributes
             skipped.append((_shown(rel), f"{_kind(mode)} in the zip{NOT_OPENED}"))
             continue
         if info.file_size > budget.bytes:
