@@ -238,9 +238,10 @@ INTROSPECTION_ATTRIBUTES = {"_getframe", "_current_frames", "f_back", "f_code", 
                             "tb_frame", "tb_next", "gi_frame", "cr_frame", "history_manager", "currentframe",
                             "getsource", "getsourcelines", "getframeinfo", "getouterframes", "getinnerframes",
                             "get_referrers", "get_referents", "get_objects", "co_consts", "__traceback__"}
-# IPython magics that read or replay the input history (the hidden tests' source, once they ran)
+# IPython magics that read or replay the input history (the hidden tests' source, once they ran), or show the
+# source of an object (`f??` is %pinfo2: a function a test cell defined)
 HISTORY_MAGICS = {"history", "hist", "recall", "rep", "rerun", "save", "macro", "notebook", "pastebin", "load",
-                  "edit"}
+                  "edit", "pinfo2", "psource", "pfile"}
 MAGIC_CALLS = {"run_line_magic", "run_cell_magic", "magic", "find_line_magic", "find_cell_magic", "find_magic"}
 CODE_RUNNERS = {"eval", "exec", "compile", "ev", "ex", "run_cell", "run_code", "run_source"}
 NAMESPACES = {"user_ns", "user_global_ns", "__dict__"}  # where IPython keeps the history names
@@ -411,7 +412,7 @@ def _introspection(node):
         return f"reads IPython's history (.{node.attr})"  # __main__.In, sys.modules['__main__']._ih
     if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in MAGIC_CALLS and node.args \
             and isinstance(node.args[0], ast.Constant) and str(node.args[0].value).split(" ")[0] in HISTORY_MAGICS:
-        return f"runs IPython's %{node.args[0].value.split(' ')[0]} magic (it reads the input history)"
+        return f"runs IPython's %{node.args[0].value.split(' ')[0]} magic (it reads the input history or source)"
     # the same names as strings: getattr(sys, "_getframe"), __import__("inspect"), globals()["In"],
     # globals().get("_ih"), get_ipython().user_ns.get("In")
     args = []

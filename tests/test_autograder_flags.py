@@ -159,7 +159,9 @@ def test_a_history_name_the_student_binds_is_their_own_variable(code):
                                   "get_ipython().user_ns.get('In')",
                                   "eval('In[-1]')",
                                   "exec(\"import inspect\")",
-                                  "import gc\ngc.get_referents(1)"])
+                                  "import gc\ngc.get_referents(1)",
+                                  "helper??",
+                                  "%psource helper"])
 def test_reading_the_history_is_flagged_however_it_is_written(code):
     assert any(f.startswith("introspect:") for f in _flags(code)), _flags(code)
 
