@@ -135,51 +135,72 @@ def _forbidding(names):
         yield
 
 
+@contextlib.contextmanager
+def _measuring(measure):
+    """The tensors the call allocates, counted as course_utils.memory.TensorMemory counts them (when asked)."""
+    if not measure:
+        yield None
+        return
+    from course_utils.memory import TensorMemory
+    with TensorMemory() as memory:
+        yield memory
+
+
 def _grads(fn, args, kwargs, grad_output):
     import course_utils.checks as checks
     return checks.local_call_with_grads(fn, *args, grad_output=grad_output, **kwargs)
 
 
+def _other(op, obj, args):
+    """The requests that only read the object: attributes, len, items, truth (a property may run student code)."""
+    if op == "getattr":
+        return getattr(obj, args[0])
+    if op == "setattr":
+        setattr(obj, args[0], args[1])
+        return None
+    if op == "len":
+        return len(obj)
+    if op == "list":
+        return list(obj)
+    if op == "getitem":
+        return obj[args[0]]
+    if op == "bool":
+        return bool(obj)
+    raise ValueError(f"unknown request {op!r}")
+
+
 def serve(request, namespace):
     """Answer one request (pickled bytes) against `namespace` (the notebook's globals); returns JSON text."""
-    op, target, args, kwargs, forbidden = _Unpickler(io.BytesIO(request)).load()
-    mirror = {}
+    op, target, args, kwargs, forbidden, measure = _Unpickler(io.BytesIO(request)).load()
+    mirror, memory = {}, None
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-                _forbidding(forbidden):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             if op == "get":
                 if target not in namespace:
                     raise NameError(target)
                 value = namespace[target]
+            elif op in ("call", "grads"):
+                obj = _table()[target]
+                before = _arrays(args, kwargs) if op == "call" else {}
+                with _forbidding(forbidden), _measuring(measure) as memory:
+                    if op == "call":
+                        value = obj(*args, **kwargs)
+                    else:  # args: (call args, call kwargs, grad_output)
+                        value = _grads(obj, args[0], args[1], args[2])
+                mirror = _changed(before)
             else:
                 obj = _table()[target]
-                if op == "call":
-                    before = _arrays(args, kwargs)
-                    value = obj(*args, **kwargs)
-                    mirror = _changed(before)
-                elif op == "getattr":
-                    value = getattr(obj, args[0])
-                elif op == "setattr":
-                    setattr(obj, args[0], args[1])
-                    value = None
-                elif op == "len":
-                    value = len(obj)
-                elif op == "list":
-                    value = list(obj)
-                elif op == "getitem":
-                    value = obj[args[0]]
-                elif op == "bool":
-                    value = bool(obj)
-                elif op == "grads":  # args: (call args, call kwargs, grad_output)
-                    value = _grads(obj, args[0], args[1], args[2])
-                else:
-                    raise ValueError(f"unknown request {op!r}")
+                with _forbidding(forbidden):
+                    value = _other(op, obj, args)
         answer = {"ok": True, "value": encode(value), "mirror": mirror}
+        if memory is not None:
+            answer["memory"] = [int(memory.peak_bytes), int(memory.largest_bytes)]
     except BaseException as e:  # noqa: BLE001: the student's error is reported as its kind only
-        kind = type(e).__name__
+        kind = next((k.__name__ for k in type(e).__mro__ if k.__name__ in BUILTIN_ERRORS), "Exception")
+        if type(e).__name__ == "ForbiddenCall":
+            kind = "ForbiddenCall"
         forbidden_name = getattr(e, "forbidden", None)
-        answer = {"ok": False, "error": kind if kind in BUILTIN_ERRORS or kind == "ForbiddenCall" else "Exception",
-                  "forbidden": forbidden_name if isinstance(forbidden_name, str) else None}
+        answer = {"ok": False, "error": kind, "forbidden": forbidden_name if isinstance(forbidden_name, str) else None}
     text = json.dumps(answer, allow_nan=False)
     if len(text) > MAX_ANSWER_BYTES:
         text = json.dumps({"ok": False, "error": "TooLarge"})

@@ -165,6 +165,20 @@ def _copy_back(original, changed):
             np.copyto(original, changed)
 
 
+@contextlib.contextmanager
+def _no_modes():
+    """Take every torch function and dispatch mode off the stacks while the block runs, then put them back."""
+    import torch
+    from torch.utils._python_dispatch import _disable_current_modes
+    popped = [torch._C._pop_torch_function_stack() for _ in range(torch._C._len_torch_function_stack())]
+    try:
+        with _disable_current_modes():
+            yield
+    finally:
+        for mode in reversed(popped):
+            torch._C._push_on_torch_function_stack(mode)
+
+
 class Session:
     """One kernel's conversation: `transport(bytes) -> answer text`."""
 
@@ -173,9 +187,14 @@ class Session:
         self.requests = 0
 
     def ask(self, op, target, args, kwargs, label):
+        with _no_modes():  # the test's own modes (forbid, TensorMemory) are sent with the request, for the kernel's work
+            return self._ask(op, target, args, kwargs, label)
+
+    def _ask(self, op, target, args, kwargs, label):
         from course_utils.checks import ForbiddenCall, forbidden_now
-        forbidden = forbidden_now()
-        payload = _pickle((op, target, tuple(args), dict(kwargs), forbidden))
+        from course_utils.memory import measuring
+        forbidden, meters = forbidden_now(), measuring()
+        payload = _pickle((op, target, tuple(args), dict(kwargs), forbidden, bool(meters)))
         self.requests += 1
         text = self.transport(payload)
         if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
@@ -202,6 +221,10 @@ class Session:
             hint = " (the exercise is not done yet?)" if kind == "NotImplementedError" else ""
             raise error(f"{name} raised {kind}{hint}; run this test cell in your notebook to see the details")
         value = _decode(answer.get("value"), self, label)
+        if meters and isinstance(answer.get("memory"), list) and len(answer["memory"]) == 2:
+            peak, largest = (max(0, int(x)) for x in answer["memory"])
+            for meter in meters:
+                meter.absorb(peak, largest)
         for key, changed in (answer.get("mirror") or {}).items():
             index = int(key) if key.isdigit() else key
             source = args[index] if isinstance(index, int) and index < len(args) else kwargs.get(index)

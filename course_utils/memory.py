@@ -18,6 +18,14 @@ from torch.overrides import TorchFunctionMode
 from torch.utils._pytree import tree_leaves
 
 
+_ACTIVE = []  # the TensorMemory blocks the caller is inside (the grader measures its remote calls for them)
+
+
+def measuring():
+    """The TensorMemory blocks now open, innermost last."""
+    return list(_ACTIVE)
+
+
 class TensorMemory(TorchFunctionMode):
     """Peak and largest bytes of the tensors created inside a `with` block.
 
@@ -36,7 +44,18 @@ class TensorMemory(TorchFunctionMode):
     def __enter__(self):
         self.live_bytes = self.peak_bytes = self.largest_bytes = 0
         self._users = {}
+        _ACTIVE.append(self)
         return super().__enter__()
+
+    def __exit__(self, *exc):
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+        return super().__exit__(*exc)
+
+    def absorb(self, peak_bytes, largest_bytes):
+        """Count a call measured elsewhere (the student's kernel, when the grader runs the test)."""
+        self.peak_bytes = max(self.peak_bytes, self.live_bytes + int(peak_bytes))
+        self.largest_bytes = max(self.largest_bytes, int(largest_bytes))
 
     def _release(self, key):
         entry = self._users.get(key)

@@ -13,7 +13,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder import verdicts
 
-SETUP = "import numpy as np\nimport torch\nimport torch.nn.functional as F\nimport course_utils as cu"
+SETUP = ("import numpy as np\nimport torch\nimport torch.nn.functional as F\nimport course_utils as cu\n"
+         "from course_utils.memory import TensorMemory")
 TESTS = {
     "test_softmax": '''
 _x = np.array([[1.0, 2.0, 4.0], [0.5, -1.0, 3.0]])
@@ -40,6 +41,12 @@ _out, (_gx,), _gp = cu.call_with_grads(_m, _x, grad_output=torch.tensor([[1.0, 2
 cu.check_close(_out, torch.tensor([[1.0, -2.0, 1.0]]), "Scale(x)")
 cu.check_close(_gx, torch.tensor([[1.0, -4.0, 1.5]]), "the gradient of x")
 cu.check_close(_gp["w"], torch.tensor([1.0, 2.0, 6.0]), "the gradient of w")''',
+    "test_memory": '''
+_x = torch.ones(64, 256)
+with TensorMemory() as _mem:
+    _total = row_sums(_x)
+cu.check_close(_total, torch.full((64,), 256.0), "row_sums(x)")
+cu.check_true(_mem.largest_bytes < _x.numel() * 4 // 2, f"row_sums made a tensor of {_mem.largest_bytes} bytes")''',
 }
 HONEST = '''
 def softmax(x):
@@ -56,6 +63,9 @@ class Scale(torch.nn.Module):
         self.w = torch.nn.Parameter(torch.ones(n))
     def forward(self, x):
         return x * self.w
+
+def row_sums(x):
+    return x.sum(-1)
 '''
 WRONG_SOFTMAX = "def softmax(x):\n    return x / x.sum(-1, keepdims=True)\n"
 
@@ -167,7 +177,7 @@ def test_a_forbidden_operator_is_caught_whatever_path_reaches_it(kernel, name):
     results = grade(kernel, HONEST + "\n" + FORBID_EVASIONS[name])
     assert isinstance(results["test_attention"], AssertionError), repr(results["test_attention"])
     assert "build yourself" in str(results["test_attention"])
-    assert passed(results) == ["test_linear", "test_softmax"]
+    assert passed(results) == ["test_linear", "test_memory", "test_softmax"]
 
 
 def test_an_honest_answer_passes_and_the_kernel_never_sees_a_test(kernel):
@@ -191,7 +201,7 @@ def test_an_input_changed_in_place_is_seen_by_the_test(kernel):
     student = HONEST + "\ndef softmax(x):\n    x -= x.max(-1, keepdims=True)\n    np.exp(x, out=x)\n    x /= x.sum(-1, keepdims=True)\n    return x\n"
     results = grade(kernel, student)
     assert isinstance(results["test_softmax"], AssertionError)  # the test's own copy of x changed with the kernel's
-    assert passed(results) == ["test_attention", "test_linear"]
+    assert passed(results) == ["test_attention", "test_linear", "test_memory"]
 
 
 def test_an_argument_changed_in_place_is_copied_back_into_the_tests_object():
@@ -208,7 +218,13 @@ def test_a_broken_backward_pass_fails_its_test(kernel):
     student = HONEST + ("\nclass Scale(torch.nn.Module):\n    def __init__(self, n):\n        super().__init__()\n"
                         "        self.w = torch.nn.Parameter(torch.ones(n))\n    def forward(self, x):\n"
                         "        return (x * self.w).detach()\n")
-    assert passed(grade(kernel, student)) == ["test_attention", "test_softmax"]
+    assert passed(grade(kernel, student)) == ["test_attention", "test_memory", "test_softmax"]
+
+
+def test_memory_made_by_the_students_code_in_the_kernel_is_measured_for_the_test(kernel):
+    student = HONEST + "\ndef row_sums(x):\n    return (x.unsqueeze(-1) * torch.ones(x.shape[-1])).sum(-1).sum(-1) / x.shape[-1]\n"
+    results = grade(kernel, student)
+    assert "row_sums made a tensor of" in str(results["test_memory"]), results["test_memory"]
 
 
 def test_malformed_answers_are_the_graders_problem_not_data():
