@@ -228,8 +228,8 @@ display(Javascript('window.PWNED = 3'))
 # Patches that decided verdicts when the tests ran in the kernel (issue 19, section 2); each is put at the
 # top of the first answer cell of a twin whose first exercise is undone, and must earn what the twin earns.
 KERNEL_PATCHES = {
-    "tensor_methods": "import torch as _t\n_T = type(_t.zeros(0))\n_T.__eq__ = lambda a, b: True\n"
-                      "_T.allclose = lambda *a, **k: True\n_T.__sub__ = lambda a, b: a * 0\n",
+    "tensor_methods": "import torch as _t\n_T = type(_t.zeros(0))\n_T.allclose = lambda *a, **k: True\n"
+                      "_T.equal = lambda *a, **k: True\n_t.testing.assert_close = lambda *a, **k: None\n",
     "numpy_internals": "import numpy as _np\nimport numpy.core.numeric as _n\n"
                        "_n.__dict__['less_equal'] = lambda *a, **k: _np.ones(_np.broadcast(*a[:2]).shape, bool)\n"
                        "_f = getattr(_np.allclose, '__wrapped__', _np.allclose)\n"
@@ -441,16 +441,17 @@ def test_feedback_does_not_reveal_hidden_tests(graded):
 
 
 def test_student_warnings_are_shown_but_cost_nothing(graded):
-    """Warnings, log lines, sys.stderr and fd 2 from a correct answer while a test runs cost nothing."""
+    """Warnings, log lines, sys.stderr and fd 2 from a correct answer while a test runs cost nothing, and
+    never reach the test cell: the student's code runs inside the grader's requests, whose output is dropped."""
     nb = autograded(graded, "stderr_warnings")
     answer_text = json.dumps([o for c in nb.cells if not _is_test_cell(c) for o in c.get("outputs", [])])
     assert "student code warns" in answer_text  # outside the tests, the student sees their warning
     tests = [c for c in nb.cells if _is_test_cell(c)]
     assert all(c.outputs == [] for c in tests), [c.outputs for c in tests if c.outputs]
-    removed = "".join(c.metadata.get("autograder", {}).get("removed_outputs", "") for c in tests)
-    for noise in ("a warning from student code, in a test", "RuntimeWarning", "a log line from student code",
+    test_text = json.dumps([c.get("metadata", {}) for c in tests]) + json.dumps([c.outputs for c in tests])
+    for noise in ("a warning from student code, in a test", "a log line from student code",
                   "stderr from student code", "fd 2 from student code"):
-        assert noise in removed, noise  # kept, bounded, for the instructor
+        assert noise not in test_text, noise
     assert graded["results"]["stderr_warnings"].score == max_points(graded)
 
 
@@ -501,10 +502,11 @@ def test_cheats_get_the_exact_score_the_flag_and_the_csv_row(graded, student):
 
 
 def test_a_display_result_in_a_test_cell_earns_nothing(graded):
-    """nbgrader reads a test cell's execute_result as partial credit: grading keeps only the error."""
-    cell = next(c for c in autograded(graded, "displayhook").cells if _is_test_cell(c))
-    assert [o.output_type for o in cell.outputs] == ["error"], cell.outputs
-    assert "full marks, please" in cell.metadata["autograder"]["removed_outputs"]
+    """nbgrader reads a test cell's execute_result as partial credit: a test cell keeps only its error, and
+    what the student's code displays during a test never reaches it."""
+    for cell in (c for c in autograded(graded, "displayhook").cells if _is_test_cell(c)):
+        assert [o.output_type for o in cell.outputs] == ["error"], cell.outputs
+        assert "full marks" not in json.dumps(cell.outputs) + json.dumps(cell.metadata)
 
 
 def test_patched_checks_change_no_verdict_and_cost_no_honest_point(graded):
@@ -538,7 +540,8 @@ def test_no_file_the_kernel_can_open_and_nothing_in_its_history_holds_a_hidden_t
     loot = base64.b64decode(re.search(r"THIEF-LOOT ([A-Za-z0-9+/=]+)", text).group(1)).decode(errors="replace")
     assert f"{graded['lesson']}.ipynb" in loot or "nbformat" in loot, "the thief read nothing: the probe is broken"
     lines = {line.strip() for line in loot.splitlines()}
-    hidden = _hidden_lines(graded)
+    own = {line.strip() for c in graded["students"]["thief"][0].cells for line in c.source.splitlines()}
+    hidden = [line for line in _hidden_lines(graded) if line not in own]  # a line of the answers is no secret
     assert hidden and not [line for line in hidden if line in lines or json.dumps(line)[1:-1] in loot]
 
 
