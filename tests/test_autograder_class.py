@@ -101,7 +101,26 @@ def build_class(course, lesson):
         "honest_twin": (twin, name),
         **{student: (_with_code(twin, first, before=patch), name) for student, patch in KERNEL_PATCHES.items()},
         "thief": (_with_code(twin, first, before=THIEF), name),
+        # issue 19 sections 5 and 7: an absurd notebook, a test cell turned into Markdown, a loop variable _i
+        "huge": (_with_extra_cells(full, 5000), name),
+        "markdown_test": (_as_markdown(full, tests[0]), name),
+        "loop_i": (_with_code(full, first, after="\nfor _i in range(3):\n    _j = _i * 2\n"), name),
     }
+
+
+def _with_extra_cells(nb, n):
+    nb = nbformat.reads(nbformat.writes(nb), as_version=4)
+    nb.cells += [nbformat.v4.new_code_cell(f"_extra_{i} = {i}") for i in range(n)]
+    return nb
+
+
+def _as_markdown(nb, gid):
+    nb = nbformat.reads(nbformat.writes(nb), as_version=4)
+    i = next(i for i, c in enumerate(nb.cells) if grade_id(c) == gid)
+    cell = nb.cells[i]
+    nb.cells[i] = nbformat.v4.new_markdown_cell(cell.source, metadata=cell.metadata)
+    nb.cells[i]["id"] = cell.get("id", "md-test")
+    return nb
 
 
 def _tampered(nb, test_gid, answer_gid, colab=False):
@@ -313,6 +332,18 @@ for _db in [{course!r} + '/gradebook.db', {course!r} + '/new.db']:
 FEEDBACK_FOR = ["perfect", "blank", "snoop", "leaky", "displayhook"]
 
 
+def _zip_of_zeros(megabytes=300):
+    """A small zip that unpacks to `megabytes` of zeros (collect must stream it, never hold it)."""
+    import io
+    out = io.BytesIO()
+    with zipfile.ZipFile(out, "w", compression=zipfile.ZIP_DEFLATED) as z:
+        with z.open("zeros.bin", "w", force_zip64=True) as f:
+            chunk = bytes(2**20)
+            for _ in range(megabytes):
+                f.write(chunk)
+    return out.getvalue()
+
+
 @pytest.fixture(scope="module", params=TEST_LESSONS)
 def graded(request, released_course, tmp_path_factory):
     """The class collected from a zip, graded with --jobs 2, exported, with feedback."""
@@ -327,6 +358,10 @@ def graded(request, released_course, tmp_path_factory):
             text = nb if isinstance(nb, str) else nbformat.writes(nb)
             z.writestr(f"{student}/{filename}", text)
         z.writestr("perfect/notes.txt", "not a notebook")
+        link = zipfile.ZipInfo(f"linked/{lesson}.ipynb")  # a symbolic link entry to the solutions
+        link.external_attr = (0o120777 << 16)
+        z.writestr(link, str(SOLUTIONS / f"{lesson}.ipynb"))
+        z.writestr("bomb/zeros.zip", _zip_of_zeros())
     collected = collect(bundle, course, LESSONS, log=lambda *_: None)
     results = {r.student: r for r in grade(course, [lesson], jobs=2, limits=LIMITS, log=print)}
     grades_csv, summary = export(course, tmp / "export", log=lambda *_: None)
@@ -360,7 +395,12 @@ def autograded(g, student):
 def test_collect_places_every_student_and_reports_the_stray_file(graded):
     placed = {student for _, student, _, _ in graded["collected"].placed}
     assert placed == set(graded["students"])
-    assert graded["collected"].problems == [("perfect/notes.txt", "not a notebook (.ipynb)")]
+    problems = dict(graded["collected"].problems)
+    assert problems.pop("perfect/notes.txt") == "not a notebook (.ipynb)"
+    skipped = " ".join(f"{source}: {reason}" for source, reason in graded["collected"].skipped)
+    assert "linked/" in skipped and "symbolic link" in skipped  # listed, never followed into solutions/
+    assert not any("linked" in student for _, student, _, _ in graded["collected"].placed)
+    assert set(problems) <= {"bomb/zeros.zip", "bomb/zeros.zip/zeros.bin"}, problems  # not a notebook, or too big
 
 
 def test_every_student_is_graded_and_in_the_csv(graded):
@@ -373,7 +413,7 @@ def test_every_student_is_graded_and_in_the_csv(graded):
 
 @pytest.mark.parametrize("student", ["perfect", "colab_renamed", "edited_test", "duplicated_cell",
                                      "giant_output", "stderr_warnings", "always_equal", "snoop", "leaky",
-                                     "tampered", "tampered_colab"])
+                                     "tampered", "tampered_colab", "huge", "markdown_test", "loop_i"])
 def test_full_marks(graded, student):
     r = graded["results"][student]
     assert r.status == "graded" and r.score == max_points(graded), r
@@ -398,14 +438,15 @@ def test_breaking_the_last_exercise_loses_only_its_points(graded, student):
 @pytest.mark.parametrize("student, flag", [("monkeypatch", "patch:"), ("always_equal", "eq:"), ("snoop", "reach:"),
                                            ("deleted_test", "was deleted"), ("edited_test", "was edited"),
                                            ("duplicated_cell", "appears 2 times"), ("invalid_json", "invalid:"),
-                                           ("os_exit", "kernel died")])
+                                           ("os_exit", "kernel died"), ("huge", "size:"),
+                                           ("markdown_test", "turned into a markdown cell")])
 def test_flagged_for_review(graded, student, flag):
     flags = graded["results"][student].flags
     assert any(flag in f for f in flags), flags
     assert student in graded["summary"].read_text()
 
 
-@pytest.mark.parametrize("student", ["perfect", "blank", "partial", "colab_renamed", "stderr_warnings"])
+@pytest.mark.parametrize("student", ["perfect", "blank", "partial", "colab_renamed", "stderr_warnings", "loop_i"])
 def test_honest_submissions_are_not_flagged(graded, student):
     assert graded["results"][student].flags == []
 
