@@ -17,13 +17,20 @@ export: `First name`, `Last name`, `ID number`, `Email address`, then one column
 item. On import, map "ID number" to `useridnumber` (the nbgrader student id) or "Email
 address" to `useremail`, and each lesson column to its grade item.
 
+Each format is an nbgrader ExportPlugin (LmsExportPlugin: a file name, a header, one row per
+student), listed in LMS_EXPORTS: `python -m autograder export` writes every one, and plain
+nbgrader writes one with `nbgrader export --exporter=autograder.lms.CanvasExportPlugin --to canvas.csv`.
+A new LMS format is one new subclass added to LMS_EXPORTS (docs/design.md shows one).
+
 Both files are written by export.safe_writer: every field quoted, and a name or email that a
 spreadsheet would run as a formula (it begins with = + - @, a tab or a line break) starts
 with a single quote; the scores are plain numbers, which both importers read.
 """
 from pathlib import Path
 
-from .export import safe_writer
+from nbgrader.plugins import ExportPlugin
+
+from .export import write_csv
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_COLUMNS = ["First name", "Last name", "ID number", "Email address"]
@@ -48,38 +55,62 @@ def scores(gb):
     return lessons, points, rows
 
 
-def _number(x):
+def number(x):
     return f"{x:g}"
 
 
-def write_canvas(path, lessons, points, rows):
-    """A Canvas gradebook import CSV: Student, ID, SIS User ID, SIS Login ID, Section, one column per lesson."""
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = safe_writer(f)
-        w.writerow(CANVAS_COLUMNS + lessons)
-        w.writerow(["Points Possible", "", "", "", ""] + [_number(points[l]) for l in lessons])
-        for student, got in rows:
-            name = ", ".join(n for n in (student.last_name, student.first_name) if n) or student.id
-            w.writerow([name, student.lms_user_id or "", student.id, student.id, ""]
-                       + [_number(got[l]) for l in lessons])
-    return Path(path)
+class LmsExportPlugin(ExportPlugin):
+    """One learning-management system's grade-import CSV: one row per student, one column per lesson.
+
+    A subclass names its `filename` and `system`, and says what comes before the students
+    (`header`) and what one student's row holds (`row`); the scores, the quoting and the
+    formula-safe fields are done here.
+    """
+    filename = "lms.csv"
+    system = "an LMS"
+
+    def header(self, lessons, points):
+        raise NotImplementedError
+
+    def row(self, student, got, lessons):
+        raise NotImplementedError
+
+    def export(self, gradebook):
+        lessons, points, rows = scores(gradebook)
+        dest = self.to or self.filename
+        write_csv(dest, self.header(lessons, points) + [self.row(student, got, lessons) for student, got in rows])
+        return Path(dest)
 
 
-def write_moodle(path, lessons, rows):
-    """A Moodle grade-import CSV: First name, Last name, ID number, Email address, one column per lesson."""
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        w = safe_writer(f)
-        w.writerow(MOODLE_COLUMNS + lessons)
-        for student, got in rows:
-            w.writerow([student.first_name or "", student.last_name or "", student.id, student.email or ""]
-                       + [_number(got[l]) for l in lessons])
-    return Path(path)
+class CanvasExportPlugin(LmsExportPlugin):
+    """Canvas's Grades > Import: Student, ID, SIS User ID, SIS Login ID, Section, the lessons; a Points Possible row."""
+    filename, system = "canvas.csv", "Canvas gradebook import"
+
+    def header(self, lessons, points):
+        return [CANVAS_COLUMNS + lessons, ["Points Possible", "", "", "", ""] + [number(points[l]) for l in lessons]]
+
+    def row(self, student, got, lessons):
+        name = ", ".join(n for n in (student.last_name, student.first_name) if n) or student.id
+        return [name, student.lms_user_id or "", student.id, student.id, ""] + [number(got[l]) for l in lessons]
+
+
+class MoodleExportPlugin(LmsExportPlugin):
+    """Moodle's Grade administration > Import > CSV file: First name, Last name, ID number, Email address, the lessons."""
+    filename, system = "moodle.csv", "Moodle grade import"
+
+    def header(self, lessons, points):
+        return [MOODLE_COLUMNS + lessons]
+
+    def row(self, student, got, lessons):
+        return [student.first_name or "", student.last_name or "", student.id, student.email or ""] + [
+            number(got[l]) for l in lessons]
+
+
+LMS_EXPORTS = [CanvasExportPlugin, MoodleExportPlugin]  # `python -m autograder export` writes each of these
 
 
 def export_lms(gb, out_dir, log=print):
-    """canvas.csv and moodle.csv in out_dir from an open nbgrader Gradebook; returns their paths."""
-    lessons, points, rows = scores(gb)
-    canvas = write_canvas(Path(out_dir) / "canvas.csv", lessons, points, rows)
-    moodle = write_moodle(Path(out_dir) / "moodle.csv", lessons, rows)
-    log(f"wrote {canvas} (Canvas gradebook import) and {moodle} (Moodle grade import)")
-    return canvas, moodle
+    """Every LMS_EXPORTS file in out_dir from an open nbgrader Gradebook; returns their paths."""
+    paths = [plugin(to=str(Path(out_dir) / plugin.filename)).export(gb) for plugin in LMS_EXPORTS]
+    log("wrote " + ", ".join(f"{path} ({plugin.system})" for path, plugin in zip(paths, LMS_EXPORTS)))
+    return tuple(paths)

@@ -77,3 +77,43 @@ def test_a_name_with_a_comma_is_quoted_not_split(exported):
     canvas, moodle = exported
     assert '"Ødegård, Bo, Jr.","","bo","bo","","2","0"' in canvas.read_text(encoding="utf-8").splitlines()
     assert '"Bo, Jr.","Ødegård","bo","","2","0"' in moodle.read_text(encoding="utf-8").splitlines()
+
+
+def test_plain_nbgrader_export_writes_the_same_canvas_file(template, exported, tmp_path):
+    """Each LMS format is an nbgrader ExportPlugin: `nbgrader export --exporter=...` writes the same bytes."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+    repo = Path(__file__).resolve().parent.parent
+    course = tmp_path / "plain"
+    course.mkdir()
+    shutil.copyfile(template, course / "gradebook.db")
+    out = tmp_path / "plain-canvas.csv"
+    done = subprocess.run([sys.executable, "-m", "nbgrader", "export", "--JupyterApp.config_file=autograder/nbgrader_config.py",
+                           f"--CourseDirectory.root={course}", f"--to={out}",
+                           "--exporter=autograder.lms.CanvasExportPlugin"],
+                          cwd=repo, capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(repo)})
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert out.read_bytes() == exported[0].read_bytes()
+
+
+def test_a_new_lms_format_is_one_class_in_the_registry(template, tmp_path, monkeypatch):
+    from nbgrader.api import Gradebook
+    from autograder import lms
+
+    class Brightspace(lms.LmsExportPlugin):
+        filename, system = "brightspace.csv", "Brightspace import"
+
+        def header(self, lessons, points):
+            return [["OrgDefinedId"] + [f"{l} Points Grade" for l in lessons] + ["End-of-Line Indicator"]]
+
+        def row(self, student, got, lessons):
+            return [f"#{student.id}"] + [lms.number(got[l]) for l in lessons] + ["#"]
+
+    monkeypatch.setattr(lms, "LMS_EXPORTS", lms.LMS_EXPORTS + [Brightspace])
+    shutil.copyfile(template, tmp_path / "gradebook.db")
+    with Gradebook(f"sqlite:///{tmp_path / 'gradebook.db'}") as gb:
+        paths = export_lms(gb, tmp_path, log=lambda *_: None)
+    assert [p.name for p in paths] == ["canvas.csv", "moodle.csv", "brightspace.csv"]
+    assert _rows(paths[2])[1] == ["#ann", "5", "4.5", "#"]
