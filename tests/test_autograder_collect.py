@@ -604,7 +604,7 @@ def test_a_zip_of_zeros_is_streamed_in_bounded_memory_and_what_is_over_a_cap_is_
 
 
 def test_caps_on_an_archive_s_entries_and_uncompressed_bytes_list_what_they_leave_out(tmp_path, monkeypatch):
-    from autograder import collect as module
+    from autograder.collect import limits as module
     many = _zip(tmp_path / "many.zip", [(f"s{i}/01_seq2seq_bottleneck.ipynb", _nb()) for i in range(12)])
     monkeypatch.setattr(module, "MAX_ENTRIES", 10)
     got = collect(many, tmp_path / "course", LESSONS, **quiet)
@@ -660,7 +660,7 @@ def test_names_that_are_not_utf8_hold_a_newline_or_differ_only_in_case_are_place
 
 def test_a_crash_while_writing_collect_json_leaves_the_old_one_and_the_next_collect_and_export_work(tmp_path,
                                                                                                    monkeypatch):
-    from autograder import collect as module
+    from autograder.collect import place as module
     from autograder.export import export
     course = tmp_path / "course"
     collect(_zip(tmp_path / "one.zip", [("alice/01_seq2seq_bottleneck.ipynb", _nb())]), course, LESSONS, **quiet)
