@@ -32,7 +32,8 @@ import ast
 import json
 import secrets
 
-from .flags import _parse  # a cell's AST, magics blanked; None when it does not parse
+from . import cells
+from .flags import parse  # a cell's AST as IPython runs it; None when it does not parse
 
 BUILTINS = ("abs all any bool callable compile dict enumerate eval exec float getattr hasattr id int isinstance "
             "issubclass iter len list max min next range repr round setattr sorted str sum tuple type zip "
@@ -284,9 +285,9 @@ def imported_names(source_nb):
     """{name: dotted path} bound by the imports of the source notebook's provided and test cells."""
     names = {}
     for cell in source_nb.cells:
-        if cell.cell_type != "code" or cell.get("metadata", {}).get("nbgrader", {}).get("solution"):
+        if cell.cell_type != "code" or cells.is_answer(cell):
             continue
-        tree = _parse(cell.source)
+        tree = parse(cell.source)
         for node in ast.walk(tree) if tree else ():
             if isinstance(node, ast.Import):
                 for a in node.names:
@@ -301,9 +302,8 @@ def builtins_used_by_tests(source_nb):
     import builtins
     used = set()
     for cell in source_nb.cells:
-        meta = cell.get("metadata", {}).get("nbgrader", {})
-        if cell.cell_type == "code" and meta.get("grade") and not meta.get("solution"):
-            tree = _parse(cell.source)
+        if cells.is_test(cell):
+            tree = parse(cell.source)
             used |= {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and hasattr(builtins, n.id)} if tree else set()
     return used
 

@@ -1,0 +1,52 @@
+"""Static checks that flag a submission for manual review.
+
+A flag never changes a score: it tells the instructor to look. The checks read the code
+the student wrote (every code cell that is not a verbatim copy of a cell of the source
+notebook) and the notebook's structure against the source:
+
+- `patch`: assigns, deletes or setattr()s an attribute of numpy, torch, builtins or
+  course_utils (or anything imported from them), e.g. `np.allclose = lambda *a: True`;
+- `eq`: defines `__eq__` that always returns True;
+- `lie`: subclasses float, int, torch.Tensor or numpy.ndarray and redefines comparison or
+  conversion (the tests refuse such answers: cu.plain_float/plain_tensor/plain_array);
+- `helper`: redefines a name the tests use (imported from course_utils or defined in a
+  locked cell), e.g. `def check_close(*a): pass`;
+- `reach`: names the grader's files in a string (gradebook, `solutions` or `.git` as a path component,
+  hidden tests, nbgrader's folders), shell escapes (`!cat ...`) and `%%bash` cells included;
+- `introspect`: reads the running cell's source or walks the call stack (`inspect`,
+  `sys._getframe`, frame attributes, `linecache`, `traceback`, `gc.get_objects`/`get_referrers`,
+  IPython's history `In`/`_ih`/`_i<n>` and the magics that replay it, `%history`, `%recall`, ...),
+  which is where the hidden tests are while they run. A history name the student's own code binds in
+  that scope (`for _i in range(3)`) is their variable, not the history (see `_history_reads`).
+
+Cells are read as IPython runs them (`x = %history`, `!cmd` and magics become the calls they are),
+and code passed as a constant string to eval/exec/compile is checked like a cell.
+- `kernel`: reaches the kernel's own machinery (displayhook, AST/input transformers,
+  showtraceback, custom exception handlers, trace hooks), which can fake or hide a result;
+- `structure`: a test cell deleted, edited, duplicated or turned into Markdown (or raw) (nbgrader
+  restores edited and converted cells and grades them; a deleted test cell scores zero).
+
+One module per kind of rule: `code` (patch, eq, lie, helper, reach, kernel, over every cell and the
+code passed to eval/exec/compile), `introspect` and `history` (the introspect rule, and whose a
+history name is), `structure`; `syntax` reads a cell as IPython runs it.
+"""
+from .code import code_flags, test_helpers
+from .structure import structure_flags
+from .syntax import parse
+
+__all__ = ["code_flags", "flag_submission", "parse", "structure_flags", "test_helpers"]
+
+
+def flag_submission(submitted_nb, source_nb, release_nb=None):
+    """Every flag for one submitted notebook, as one-line messages.
+
+    source_nb: the instructor version; release_nb: the student version as released (its
+    cells are provided code too).
+    """
+    unchanged = {s.strip() for nb in (source_nb, release_nb) if nb is not None for s in _sources(nb)}
+    student_code = [s for s in _sources(submitted_nb) if s.strip() not in unchanged]
+    return structure_flags(submitted_nb, source_nb) + code_flags(student_code, test_helpers(source_nb))
+
+
+def _sources(nb):
+    return [c.source for c in nb.cells if c.cell_type == "code"]

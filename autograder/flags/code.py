@@ -1,0 +1,153 @@
+"""The rules on the student's code: patch, eq, lie, helper, reach, introspect, kernel (see the package's
+docstring), over every cell and the code a cell passes as a string to eval/exec/compile."""
+import ast
+import re
+
+from .. import cells
+from .history import history_reads, module_bindings
+from .introspect import introspection
+from .syntax import bound_names, parse, root_name
+
+WATCHED_MODULES = {"numpy", "torch", "builtins", "course_utils"}
+DEFAULT_ALIASES = {"np": "numpy", "numpy": "numpy", "torch": "torch", "builtins": "builtins",
+                   "__builtins__": "builtins", "course_utils": "course_utils"}
+# the grader's files, as paths: `solutions` and `.git` only as a path component ("my solutions" is prose)
+GRADER_FILES = re.compile(r"gradebook|(?:^|[/\\])(?:solutions|\.git)(?:[/\\]|$)|hidden[ _]tests|nbgrader|autograded"
+                          r"|submitted/", re.IGNORECASE)
+CODE_RUNNERS = {"eval", "exec", "compile", "ev", "ex", "run_cell", "run_code", "run_source"}
+KERNEL_ATTRIBUTES = {"displayhook", "display_pub", "iopub_socket", "send_response", "shell_handlers",
+                     "ast_transformers", "input_transformers_cleanup", "input_transformers_post", "set_custom_exc",
+                     "showtraceback", "_showtraceback", "run_cell", "run_code", "excepthook", "settrace", "setprofile"}
+VALUE_TYPES = {"float", "int", "complex", "bool", "Tensor", "ndarray", "Parameter", "generic", "float64", "float32"}
+COMPARISON_DUNDERS = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__float__", "__abs__",
+                      "__sub__", "__rsub__", "__array__", "__array_ufunc__", "__torch_function__", "__instancecheck__",
+                      "__index__", "__int__", "__len__", "__getattribute__"}
+
+
+def _module_aliases(trees):
+    aliases = dict(DEFAULT_ALIASES)
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for a in node.names:
+                    if a.name.split(".")[0] in WATCHED_MODULES:
+                        aliases[a.asname or a.name.split(".")[0]] = a.name
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in WATCHED_MODULES:
+                for a in node.names:
+                    aliases[a.asname or a.name] = f"{node.module}.{a.name}"
+    return aliases
+
+
+def _always_true(fn):
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return (len(body) == 1 and isinstance(body[0], ast.Return) and isinstance(body[0].value, ast.Constant)
+            and body[0].value.value is True)
+
+
+def test_helpers(source_nb):
+    """Names the tests rely on: imported from course_utils anywhere, or defined in locked cells.
+
+    An exercise's own answer is never a helper, even where a test cell defines a reference
+    version of it for a while (to grade the next exercise on its own).
+    """
+    names, answers = set(), set()
+    for cell in source_nb.cells:
+        tree = cell.cell_type == "code" and cells.is_answer(cell) and parse(cell.source)
+        for node in tree.body if tree else []:
+            answers.update(bound_names(node))
+    for cell in source_nb.cells:
+        tree = cell.cell_type == "code" and parse(cell.source)
+        if not tree:
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course_utils"):
+                names.update(a.asname or a.name for a in node.names if a.name != "*")
+        if cells.nbgrader(cell).get("locked") and not cells.is_answer(cell):
+            for node in tree.body:
+                if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+                    names.add(node.name)
+    return names - answers
+
+
+def _code_in_strings(tree):
+    """Code a cell hands to eval/exec/compile (or IPython's ev/ex/run_cell) as a constant string, parsed."""
+    found = []
+    for node in ast.walk(tree):
+        name = getattr(node, "func", None) and (getattr(node.func, "id", None) or getattr(node.func, "attr", None))
+        if isinstance(node, ast.Call) and name in CODE_RUNNERS and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            inner = parse(node.args[0].value)
+            if inner is not None:
+                found.append((inner, f" (in the code passed to {name} on line {node.lineno})"))
+                found += [(t, f"{where} (in the code passed to {name} on line {node.lineno})")
+                          for t, where in _code_in_strings(inner)]
+    return found
+
+
+def code_flags(code_cells, helpers=frozenset()):
+    """Flags for a list of student code strings."""
+    parsed = [t for t in map(parse, code_cells) if t is not None]
+    trees = [(t, "", i) for i, t in enumerate(parsed)]
+    trees += [(found, where, i) for i, t in enumerate(parsed) for found, where in _code_in_strings(t)]
+    aliases = _module_aliases([t for t, _, _ in trees])
+    watched = lambda node: aliases.get(root_name(node) or "")  # noqa: E731
+    flags, tops = [], module_bindings(parsed)
+    anywhere = {name for top in tops for name in top}
+    before = [set()]  # names bound at the top level of the cells before each cell
+    for top in tops:
+        before.append(before[-1] | set(top))
+    for tree, where, cell in trees:
+        count = len(flags)
+        for line, name in history_reads(tree, before[cell], anywhere):
+            flags.append(f"introspect: line {line} reads IPython's history ({name}, where the hidden tests are)")
+        for node in ast.walk(tree):
+            targets = []
+            if isinstance(node, (ast.Assign, ast.Delete)):
+                targets = node.targets
+            elif isinstance(node, (ast.AugAssign, ast.AnnAssign)):
+                targets = [node.target]
+            for t in targets:
+                if isinstance(t, (ast.Attribute, ast.Subscript)) and watched(t):
+                    flags.append(f"patch: line {node.lineno} changes {ast.unparse(t)} ({watched(t)})")
+            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
+                    and node.func.id in ("setattr", "delattr") and node.args and watched(node.args[0])):
+                flags.append(f"patch: line {node.lineno} calls {node.func.id} on {ast.unparse(node.args[0])}")
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__eq__" \
+                    and _always_true(node):
+                flags.append(f"eq: line {node.lineno} defines __eq__ that always returns True")
+            if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__eq__"
+                                                    for t in node.targets) \
+                    and isinstance(node.value, ast.Lambda) and isinstance(node.value.body, ast.Constant) \
+                    and node.value.body.value is True:
+                flags.append(f"eq: line {node.lineno} sets __eq__ to a lambda that always returns True")
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and GRADER_FILES.search(node.value):
+                flags.append(f"reach: line {node.lineno} names grader files: {node.value[:60]!r}")
+            if isinstance(node, ast.ClassDef) and _lying_class(node):
+                flags.append(f"lie: line {node.lineno} class {node.name} subclasses {_lying_class(node)} and "
+                             f"redefines how it compares or converts")
+            if isinstance(node, ast.Attribute) and node.attr in KERNEL_ATTRIBUTES:
+                flags.append(f"kernel: line {node.lineno} uses .{node.attr} (the kernel's own messaging and "
+                             f"execution machinery, which can fake or hide a test's result)")
+            what = introspection(node)
+            if what:
+                flags.append(f"introspect: line {node.lineno} {what} (reads the running cell's source or the "
+                             f"call stack, where the hidden tests are)")
+        for node in tree.body:
+            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+                for name in set(bound_names(node)) & set(aliases):
+                    flags.append(f"patch: line {node.lineno} rebinds {name} ({aliases[name]})")
+            for name in set(bound_names(node)) & set(helpers):
+                if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course_utils")):
+                    flags.append(f"helper: line {node.lineno} redefines test helper {name}")
+        flags[count:] = [f + where for f in flags[count:]]
+    return flags
+
+
+def _lying_class(node):
+    """The value type a class subclasses while redefining comparison or conversion (a lying answer), or None."""
+    bases = [b.attr if isinstance(b, ast.Attribute) else getattr(b, "id", None) for b in node.bases]
+    base = next((b for b in bases if b in VALUE_TYPES), None)
+    defined = set()
+    for stmt in node.body:
+        defined |= set(bound_names(stmt))
+    return base if base and defined & COMPARISON_DUNDERS else None
