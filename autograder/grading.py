@@ -49,7 +49,8 @@ from .course import REPO
 from .flags import flag_submission
 from .gradebook import mark_flagged, merge, record_failure
 from .restore import restore
-from .settings import HARD_LIMIT_GRACE_S, Limits, grading_config, sandbox_settings  # noqa: F401 (the public API)
+from .sandbox import sandbox_settings  # noqa: F401 (the public API)
+from .settings import HARD_LIMIT_GRACE_S, Limits, grading_config  # noqa: F401 (the public API)
 
 RUNTIME_FLAGS = ("the kernel died", "the notebook ran past")  # events that cost points the tests cannot judge
 

@@ -1,10 +1,8 @@
-"""What a grading run is configured with: limits, nbgrader's configuration, the sandbox's allow-list."""
-import os
-import sys
+"""What a grading run is configured with: limits and nbgrader's configuration (the sandbox's allow-list is
+autograder.sandbox.policy's)."""
 from dataclasses import dataclass
-from pathlib import Path
 
-from .course import REPO, SOLUTIONS, load_config
+from .course import load_config
 
 HARD_LIMIT_GRACE_S = 60  # beyond the notebook budget: kernel start, sanitizing, saving grades
 
@@ -37,24 +35,3 @@ def grading_config(course_root, db_url=None, limits=Limits(), sandbox_settings=N
         "autograder.preprocessors.SandboxedExecute" if p == "autograder.preprocessors.GradingExecute" else p
         for p in config.Autograde.autograde_preprocessors]
     return config
-
-
-def sandbox_settings(course_root, limits):
-    """What the kernel may read (an allow-list: the Python installation, course_utils) and its limits.
-
-    must_not_see only feeds the probe's check that the sandbox hides them: nothing outside
-    read_only (and the kernel's own submission and scratch space) is visible anyway.
-    """
-    import importlib.util
-    course_utils = Path(importlib.util.find_spec("course_utils").origin).resolve().parent
-    prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
-    inside = lambda p: any(p == q or p.startswith(q + os.sep) for q in prefixes)  # noqa: E731
-    paths = {os.path.realpath(p) for p in sys.path if p and ("site-packages" in p or "dist-packages" in p)}
-    read_only = sorted(prefixes | {p for p in paths if not inside(p)} | {str(course_utils)})
-    must_not_see = [Path(course_root).resolve(), SOLUTIONS, REPO / ".git", Path.home() / ".ssh"]
-    font_cache = os.environ.get("MPLCONFIGDIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "matplotlib")
-    return dict(read_only=read_only, python_path=[str(course_utils.parent)], must_not_see=[str(p) for p in must_not_see], font_cache=font_cache,
-                memory_mb=limits.memory_mb,
-                nproc=limits.nproc, fsize_mb=limits.fsize_mb,
-                cpu_s=(limits.notebook_timeout + HARD_LIMIT_GRACE_S) * (os.cpu_count() or 1))
