@@ -1,7 +1,8 @@
 """Every exercise of every lesson carries its own instructions, and the numbering has no gaps.
 
-A graded unit is a run of solution cells followed by its test cell. The markdown cell right
-before the unit holds its instructions: its last heading is the exercise heading
+A graded unit is a run of solution cells followed by its test cell. Its instructions are the
+markdown above it, back to the nearest heading (ready-made code cells may sit in between, as long
+as no other unit does): that heading is the exercise heading
 ("## N. ✏️ Exercise K: title (P points)", or "### ✏️ Check your understanding: title (1 point)")
 with the points of the test cell; below that heading the text names what to build (every
 function, class or answer variable the solution cells define) and says how it is checked
@@ -23,7 +24,8 @@ EXERCISE_NUMBER = re.compile(r"^#{1,6} .*✏️\s*Exercise\s+(\d+)\b", re.M)
 
 
 def units(nb):
-    """[(test cell, [its solution cells], the cell before the first of them or None)], in notebook order."""
+    """[(test cell, [its solution cells], its instructions: the cells from the nearest markdown heading
+    above the first solution cell down to it, or [] if another unit comes first)], in notebook order."""
     found = []
     for i, cell in enumerate(nb.cells):
         if not is_test(cell):
@@ -31,18 +33,25 @@ def units(nb):
         first = i
         while first > 0 and is_solution(nb.cells[first - 1]):
             first -= 1
-        found.append((cell, nb.cells[first:i], nb.cells[first - 1] if first > 0 else None))
+        start = first - 1
+        while start >= 0 and not (nb.cells[start].cell_type == "markdown" and HEADING.search(nb.cells[start].source)):
+            if is_test(nb.cells[start]) or is_solution(nb.cells[start]):
+                start = -1
+                break
+            start -= 1
+        found.append((cell, nb.cells[first:i], nb.cells[start:first] if start >= 0 else []))
     return found
 
 
-def exercise_heading(cell):
-    """(the exercise heading line, the text from it to the end of the cell), or (None, None)."""
-    if cell is None or cell.cell_type != "markdown":
+def exercise_heading(cells):
+    """(the exercise heading line, the markdown from it down to the solution), or (None, None)."""
+    if not cells:
         return None, None
-    headings = list(HEADING.finditer(cell.source))
-    if not headings or not EXERCISE.search(headings[-1].group(0)):
+    headings = list(HEADING.finditer(cells[0].source))
+    if not EXERCISE.search(headings[-1].group(0)):
         return None, None
-    return headings[-1].group(0), cell.source[headings[-1].start():]
+    text = cells[0].source[headings[-1].start():]
+    return headings[-1].group(0), "\n\n".join([text] + [c.source for c in cells[1:] if c.cell_type == "markdown"])
 
 
 def defined_names(cells):
@@ -81,8 +90,8 @@ def test_every_unit_has_an_exercise_heading_before_it(lesson):
         if not solutions:
             problems.append(f"{grade_id(test)}: no solution cell right before the test cell")
         elif exercise_heading(before)[0] is None:
-            problems.append(f"{grade_id(test)}: the cell before solution cell {grade_id(solutions[0])!r} is not "
-                            "markdown ending in an exercise heading ('## N. ✏️ Exercise K: ... (P points)')")
+            problems.append(f"{grade_id(test)}: the nearest heading above solution cell {grade_id(solutions[0])!r} "
+                            "is not an exercise heading ('## N. ✏️ Exercise K: ... (P points)')")
     _fail_if(problems, f"{lesson}: exercises without their instructions")
 
 
