@@ -9,6 +9,7 @@ nbgrader marks a cell in `metadata.nbgrader`: `grade_id`, `solution` (an answer 
 - everything else is given (ready-made code, prose).
 """
 HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
+SOLUTION_BEGIN, SOLUTION_END = "BEGIN SOLUTION", "END SOLUTION"
 
 
 def nbgrader(cell):
@@ -48,10 +49,29 @@ def without_hidden_tests(source):
     return "\n".join(kept).rstrip("\n")
 
 
-def hidden_test_lines(source, min_length=12):
-    """The stripped lines of a cell's hidden-test region at least `min_length` long (what a leak check looks for)."""
-    found = []
-    for block in source.split("### " + HIDDEN_BEGIN)[1:]:
-        found += [line.strip() for line in block.split("### " + HIDDEN_END)[0].splitlines()
-                  if len(line.strip()) >= min_length]
+# Shorter lines (`)`, `else:`, `x = 1`) reveal nothing and would blank too much of an output. 6 was feedback's and
+# is the stricter of the two the course had (the site's scan used 12): with it the site's scan still finds no line
+# of a solution or hidden test on any lesson's page, and feedback hides the short hidden-test lines too.
+MIN_SECRET_LINE = 6
+
+
+def secret_lines(source, solutions=False):
+    """The lines no student-facing page may show: a cell's hidden tests (and, with `solutions`, its solution
+    regions), stripped, each at least MIN_SECRET_LINE characters long, in order, without repeats.
+
+    A region starts at a line holding `BEGIN HIDDEN TESTS` (`BEGIN SOLUTION`) and ends at the line holding
+    its END, as nbgrader reads them. The one rule for feedback's scrubbing and the site's leak check; each
+    caller then drops the lines that are public anyway (shown to students elsewhere).
+    """
+    begins = (HIDDEN_BEGIN, SOLUTION_BEGIN) if solutions else (HIDDEN_BEGIN,)
+    ends = (HIDDEN_END, SOLUTION_END) if solutions else (HIDDEN_END,)
+    found, inside = [], False
+    for line in source.splitlines():
+        text = line.strip()
+        if any(b in text for b in begins):
+            inside = True
+        elif any(e in text for e in ends):
+            inside = False
+        elif inside and len(text) >= MIN_SECRET_LINE and text not in found:
+            found.append(text)
     return found

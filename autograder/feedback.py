@@ -34,10 +34,9 @@ from nbconvert.exporters import HTMLExporter
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
 
+from . import cells
 from .export import export  # noqa: F401  (`python -m autograder export`; it lived here before)
 
-HIDDEN = re.compile(r"### BEGIN HIDDEN TESTS(.*?)### END HIDDEN TESTS", re.S)
-MIN_SECRET_LINE = 6  # shorter lines (`)`, `else:`) reveal nothing and would blank too much
 MAX_MESSAGE = 300  # characters of a failed test's message shown to the student, "..." included
 MAX_TEXT = 20_000  # characters of one submitted text output shown
 MAX_IMAGE = 2_000_000  # base64 characters of one submitted image shown
@@ -59,14 +58,11 @@ class HideHiddenTests(NbGraderPreprocessor):
         # the hidden tests' lines, from this notebook and from the lesson's source (the grader may keep them
         # out of the autograded notebook): blanked wherever they still appear, a last line of defence
         source = _course_notebook(self.config, resources, "source")
-        cells = [c for c in nb.cells + (source.cells if source is not None else []) if c.get("cell_type") == "code"]
-        secrets = sorted({line.strip() for cell in cells for block in HIDDEN.findall(cell.source)
-                          for line in block.splitlines() if len(line.strip()) >= MIN_SECRET_LINE},
-                         key=len, reverse=True)
-        visible = {line.strip() for cell in nb.cells for line in HIDDEN.sub("", cell.source).splitlines()}
+        code = [c for c in nb.cells + (source.cells if source is not None else []) if c.get("cell_type") == "code"]
+        secrets = sorted({line for cell in code for line in cells.secret_lines(cell.source)}, key=len, reverse=True)
+        visible = {line.strip() for cell in nb.cells for line in cells.without_hidden_tests(cell.source).splitlines()}
         secrets = [s for s in secrets if s not in visible]  # also shown to students: not a secret
-        with_hidden = {c.get("metadata", {}).get("nbgrader", {}).get("grade_id") for c in cells
-                       if "BEGIN HIDDEN TESTS" in c.source}
+        with_hidden = {cells.grade_id(c) for c in code if cells.HIDDEN_BEGIN in c.source}
         submitted = _course_notebook(self.config, resources, "submitted")
         if submitted is None:
             self.log.warning("no submitted notebook for %s: ordinary cells are shown without outputs",
@@ -79,10 +75,9 @@ class HideHiddenTests(NbGraderPreprocessor):
             cell.get("metadata", {}).pop("autograder", None)  # what grading removed from test cells
             if cell.cell_type != "code":
                 continue  # Markdown: the student's text, sanitised with the whole page (SafeFeedbackExporter)
-            had_hidden = "BEGIN HIDDEN TESTS" in cell.source or (
-                cell.get("metadata", {}).get("nbgrader", {}).get("grade_id") in with_hidden - {None})
+            had_hidden = cells.HIDDEN_BEGIN in cell.source or cells.grade_id(cell) in with_hidden - {None}
             clear._remove_hidden_test_region(cell)
-            if _is_test(cell):
+            if cells.is_test(cell):
                 cell.outputs = _verdict(cell.get("outputs", []), had_hidden)
             else:
                 mine = own.find(cell.get("id"), position)
@@ -94,11 +89,6 @@ class HideHiddenTests(NbGraderPreprocessor):
             for out in cell.outputs:
                 _scrub(out, secrets)
         return nb, resources
-
-
-def _is_test(cell):
-    m = cell.get("metadata", {}).get("nbgrader", {})
-    return bool(m.get("grade")) and not m.get("solution")
 
 
 def _course_notebook(config, resources, step):
@@ -121,12 +111,12 @@ class _OwnOutputs:
     """The submitted notebook's code cells, found by cell id, else by position among the non-test code cells."""
 
     def __init__(self, submitted):
-        cells = [c for c in (submitted.cells if submitted is not None else []) if c.get("cell_type") == "code"]
+        code = [c for c in (submitted.cells if submitted is not None else []) if c.get("cell_type") == "code"]
         self.by_id = {}
-        for c in cells:
+        for c in code:
             if c.get("id"):
                 self.by_id.setdefault(c["id"], c)
-        self.ordered = [c for c in cells if not _is_test(c)]
+        self.ordered = [c for c in code if not cells.is_test(c)]
 
     def find(self, cell_id, position):
         if cell_id and cell_id in self.by_id:

@@ -18,11 +18,9 @@ goes on with every answer that can be graded and the instructor sees what was ta
 """
 import copy
 
+from .cells import nbgrader as meta  # a cell's nbgrader metadata, {} when it has none
+
 KEYS = {"grade": False, "solution": False, "locked": False, "task": False, "points": 0, "grade_id": None}
-
-
-def meta(cell):
-    return cell.get("metadata", {}).get("nbgrader") or {}
 
 
 def _describe(m):

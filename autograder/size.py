@@ -51,6 +51,7 @@ def _released(course_root, lesson):
 def trim(nb, released, max_cells=None, max_source=None, max_output=None):
     """Trim a notebook (a dict, as json.load gives it) in place to the limits; return what was done, in words."""
     import nbformat
+    from .cells import nbgrader
     from .restore import match
     max_cells = MAX_CELLS if max_cells is None else max_cells
     max_source = MAX_SOURCE_BYTES if max_source is None else max_source
@@ -76,7 +77,7 @@ def trim(nb, released, max_cells=None, max_source=None, max_output=None):
         # only the fields restore.match reads: ids, nbgrader metadata, source, type
         light = nbformat.from_dict({"cells": [{"id": c.get("id"), "cell_type": c.get("cell_type"),
                                                "source": _text(c.get("source")),
-                                               "metadata": {"nbgrader": c.get("metadata", {}).get("nbgrader") or {}}}
+                                               "metadata": {"nbgrader": nbgrader(c)}}
                                               for c in cells]})
         of_lesson = set(match(light, released)) if released is not None else set()
         room = max(0, max_cells - len(of_lesson))

@@ -33,6 +33,9 @@ from pathlib import Path
 
 import nbformat
 
+from autograder.cells import grade_id, is_answer, is_test
+from autograder.cells import nbgrader as nbgrader_meta  # noqa: F401 (the name tests/test_site.py uses)
+from autograder.cells import secret_lines as secret_lines_of
 from tools import colab
 
 REPO = Path(__file__).resolve().parent.parent
@@ -139,37 +142,19 @@ def run_lessons(names, fast, jobs, log=print):
 
 # ---------------------------------------------------------------- 2. the student's page
 
-def nbgrader_meta(cell):
-    return cell.get("metadata", {}).get("nbgrader", {})
-
-
-def is_answer(cell):
-    return bool(nbgrader_meta(cell).get("solution"))
-
-
-def is_test(cell):
-    return bool(nbgrader_meta(cell).get("grade")) and cell.cell_type == "code"
-
-
 def secret_lines(solution_nb, public_nbs=()):
     """Lines that the site must never show: solution bodies and hidden tests.
 
-    Lines between `### BEGIN SOLUTION` / `### END SOLUTION` and between `### BEGIN HIDDEN TESTS` /
-    `### END HIDDEN TESTS`, stripped; trivial ones are left out: shorter than 12 characters, or found
-    in a published notebook (`public_nbs`: the student copies, such as `if mask is not None:` in a
-    docstring, a line a visible test shares, or an earlier lesson's answer given as ready-made code).
+    The lines of every cell's solution and hidden-test regions (autograder.cells.secret_lines: stripped, at
+    least cells.MIN_SECRET_LINE characters), less those found in a published notebook (`public_nbs`: the
+    student copies, such as `if mask is not None:` in a docstring, a line a visible test shares, or an
+    earlier lesson's answer given as ready-made code).
     """
     public_text = "\n".join(c.source for nb in public_nbs for c in nb.cells)
     found = []
     for cell in solution_nb.cells:
-        inside = False
-        for line in cell.source.splitlines():
-            text = line.strip()
-            if re.fullmatch(r"#+\s*BEGIN (SOLUTION|HIDDEN TESTS)", text):
-                inside = True
-            elif re.fullmatch(r"#+\s*END (SOLUTION|HIDDEN TESTS)", text):
-                inside = False
-            elif inside and len(text) >= 12 and text not in public_text and text not in found:
+        for text in secret_lines_of(cell.source, solutions=True):
+            if text not in public_text and text not in found:
                 found.append(text)
     return found
 
@@ -177,12 +162,12 @@ def secret_lines(solution_nb, public_nbs=()):
 def student_page(run, student, lesson):
     """The executed solution notebook turned into what a student sees, with the run's outputs."""
     page = nbformat.from_dict(json.loads(json.dumps(run)))
-    released = {nbgrader_meta(c).get("grade_id"): c for c in student.cells if nbgrader_meta(c).get("grade_id")}
+    released = {grade_id(c): c for c in student.cells if grade_id(c)}
     widget_state = page.metadata.pop("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
     fast = page.metadata.pop("course_site", {}).get("fast", False)
     cells = []
     for cell in page.cells:
-        gid = nbgrader_meta(cell).get("grade_id")
+        gid = grade_id(cell)
         if is_answer(cell) or is_test(cell):
             if gid not in released:
                 raise SiteError(f"notebooks/{lesson}.ipynb has no cell '{gid}': the student copy is stale; "
