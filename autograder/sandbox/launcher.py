@@ -163,10 +163,14 @@ def _run(settings, cmd, runtime, use_bwrap, cgroups):
             print(f"autograder sandbox: cannot start the kernel: {e}", file=sys.stderr, flush=True)
         os._exit(127)
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the grader died: so do we, and bwrap with us
-    kernel = [child if not use_bwrap else None]
     if info_w is not None:
         os.close(info_w)
+    _forward_signals(child, info_r, [child if not use_bwrap else None])
+    return os.waitpid(child, 0)[1]
 
+
+def _forward_signals(child, info_r, kernel):
+    """SIGINT (jupyter's interrupt) to the kernel, found through bubblewrap's info pipe; SIGTERM kills the child."""
     def kernel_pid():
         if kernel[0] is None and info_r is not None:
             try:
@@ -186,7 +190,6 @@ def _run(settings, cmd, runtime, use_bwrap, cgroups):
 
     signal.signal(signal.SIGINT, forward)
     signal.signal(signal.SIGTERM, lambda *_: os.kill(child, signal.SIGKILL))
-    return os.waitpid(child, 0)[1]
 
 
 def launcher_cmd(settings):
