@@ -33,8 +33,7 @@ from pathlib import Path
 
 import nbformat
 
-from autograder.cells import grade_id, is_answer, is_test
-from autograder.cells import nbgrader as nbgrader_meta  # noqa: F401 (the name tests/test_site.py uses)
+from autograder.cells import grade_id, is_answer, is_test, nbgrader
 from autograder.cells import secret_lines as secret_lines_of
 from tools import colab
 
@@ -46,6 +45,8 @@ CACHE = REPO / "build" / "site-cache"
 COURSE_UTILS = REPO / "course_utils"
 # bump when what a cached run contains changes (how notebooks are executed)
 RECIPE = "site-run-1"
+
+nbgrader_meta = nbgrader  # a cell's nbgrader metadata, under the name tests/test_site.py uses
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
