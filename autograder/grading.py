@@ -14,7 +14,7 @@ preprocessor lists, so plain `nbgrader autograde` applies the same rules, withou
   its reference values and its comparisons stay in this process and reach the student's code
   only as calls with plain data, so nothing the student's code patches takes part in a verdict;
   the runtime integrity check (integrity.py) after every test cell flags patches for review
-  without changing a score; SandboxedExecute adds the kernel launcher of sandbox.py, a
+  without changing a score; SandboxedExecute adds the kernel launcher of sandbox/, a
   wall-clock budget per notebook, capped output, and a dead kernel (os._exit, a crash, a
   memory limit) failing the remaining cells instead of the whole notebook;
 - TestCellOutcome makes a test cell pass or fail on one fact, whether it raised an error,

@@ -3,7 +3,7 @@
 GradingExecute is nbgrader's Execute with every graded test cell run here (verdicts.py), never in
 the kernel, and the integrity check (integrity.py) after each; plain `nbgrader autograde` with
 the course's nbgrader_config.py uses it. SandboxedExecute, used by `python -m autograder grade`,
-adds the kernel launcher of sandbox.py, a wall-clock budget per notebook, capped output, and a
+adds the kernel launcher of sandbox/, a wall-clock budget per notebook, capped output, and a
 dead kernel (os._exit, a crash, a memory limit) failing the remaining cells instead of the
 whole notebook.
 """
