@@ -42,7 +42,8 @@ DESCRIPTIONS = dict(
 )
 
 
-def main(argv=None):
+def build_parser():
+    """The command line: one subcommand per verb."""
     parser = argparse.ArgumentParser(
         prog="python -m autograder", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
         description="Grade the attention course with nbgrader: release, collect, grade, feedback, export.")
@@ -96,8 +97,11 @@ def main(argv=None):
     p = command("export", "grades CSV (nbgrader's columns) and a per-question summary")
     p.add_argument("--to", metavar="DIR", help="output folder (default: <course>/export)")
     p.add_argument("--course", default=str(REPO / "course"), help=course_help)
+    return parser
 
-    args = parser.parse_args(argv)
+
+def main(argv=None):
+    args = build_parser().parse_args(argv)
     course = Path(args.course)
     if args.command == "release":
         release(course, args.lessons or None)
@@ -127,7 +131,7 @@ def main(argv=None):
         from .feedback import generate_feedback
         generate_feedback(course, args.lessons or None, args.student)
     elif args.command == "export":
-        from .feedback import export
+        from .export import export
         export(course, args.to or course / "export")
     return 0
 

@@ -50,7 +50,7 @@ from .flags import flag_submission
 from .gradebook import mark_flagged, merge, record_failure
 from .restore import restore
 from .sandbox import sandbox_settings  # noqa: F401 (the public API)
-from .settings import HARD_LIMIT_GRACE_S, Limits, grading_config  # noqa: F401 (the public API)
+from .settings import HARD_LIMIT_GRACE_S, Limits, grading_config  # noqa: F401 (the public API: grading_config)
 
 RUNTIME_FLAGS = ("the kernel died", "the notebook ran past")  # events that cost points the tests cannot judge
 
@@ -212,15 +212,8 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
     finished, and raises GradingInterrupted naming what was not graded: run again to resume.
     """
     course_root = Path(course_root).resolve()
-    if not Path(course_root, "gradebook.db").exists():
-        raise FileNotFoundError(f"no gradebook in {course_root}: run `python -m autograder release` first")
-    todo = submissions(course_root, lessons, students)
-    done = [] if force else [(lesson, student) for lesson, student in todo if already_graded(course_root, lesson, student)]
-    todo = [t for t in todo if t not in done]
-    if done:
-        log(f"skipping {len(done)} submission(s) already graded (--force regrades them)")
+    todo = _to_grade(course_root, lessons, students, force, log)
     if not todo:
-        log(f"nothing to grade in {course_root / 'submitted'}")
         return []
     zygote.warm(min(max(1, jobs), len(todo)))  # their imports run while the probe does
     settings, sandbox_warnings = probe(sandbox_settings(course_root, limits))  # a Dask worker passes a cached probe
@@ -241,17 +234,8 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
     try:
         while (queue or running) and not stop:
             while queue and len(running) < max(1, jobs) and not stop:
-                lesson, student = queue.pop(0)
-                try:
-                    flags = check_submission(course_root, lesson, student)
-                except ValueError as e:
-                    r = Result(lesson, student, status="invalid", error=str(e), flags=[f"invalid: {e}"])
-                    r.score, r.max_score = record_failure(course_root, lesson, student)
-                    results.append(record_result(course_root, r, log))
-                    continue
-                job = _Running(course_root, lesson, student, limits, settings, threads)
-                job.result.flags = flags
-                running.append(job)
+                job = _start(course_root, *queue.pop(0), limits, settings, threads, results, log)
+                running += [job] if job else []
             zygote.wait_any([job.proc for job in running], timeout=0.2)  # wakes when a worker ends
             for job in list(running):
                 timed_out = time.monotonic() > job.deadline
@@ -261,21 +245,53 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
                     running.remove(job)
                     results.append(record_result(course_root, job.finish(course_root, timed_out), log))
         if stop:
-            not_graded = []
-            for job in running:
-                if job.proc.poll() is not None and (job.work / "result.json").exists():  # finished meanwhile
-                    results.append(record_result(course_root, job.finish(course_root, False), log))
-                else:
-                    job.abandon(course_root)
-                    not_graded.append((job.result.lesson, job.result.student))
-            not_graded += queue
-            interrupted = GradingInterrupted(stop[0], results, not_graded)
-            log(f"{interrupted}\nrun the same command again to grade the rest (finished grades are kept)")
-            raise interrupted
+            _stop(course_root, stop[0], running, queue, results, log)
     finally:
         for s, handler in handlers.items():
             signal.signal(s, handler)
     return results
+
+
+def _to_grade(course_root, lessons, students, force, log):
+    """[(lesson, student)] to grade now: those submitted, less those already graded (unless `force`)."""
+    if not Path(course_root, "gradebook.db").exists():
+        raise FileNotFoundError(f"no gradebook in {course_root}: run `python -m autograder release` first")
+    todo = submissions(course_root, lessons, students)
+    done = [] if force else [(lesson, student) for lesson, student in todo if already_graded(course_root, lesson, student)]
+    if done:
+        log(f"skipping {len(done)} submission(s) already graded (--force regrades them)")
+    todo = [t for t in todo if t not in done]
+    if not todo:
+        log(f"nothing to grade in {course_root / 'submitted'}")
+    return todo
+
+
+def _start(course_root, lesson, student, limits, settings, threads, results, log):
+    """A running job for the submission, or None when it cannot be read (entered with zero and flagged)."""
+    try:
+        flags = check_submission(course_root, lesson, student)
+    except ValueError as e:
+        r = Result(lesson, student, status="invalid", error=str(e), flags=[f"invalid: {e}"])
+        r.score, r.max_score = record_failure(course_root, lesson, student)
+        results.append(record_result(course_root, r, log))
+        return None
+    job = _Running(course_root, lesson, student, limits, settings, threads)
+    job.result.flags = flags
+    return job
+
+
+def _stop(course_root, signal_name, running, queue, results, log):
+    """After SIGINT/SIGTERM: keep what finished, abandon the rest, raise GradingInterrupted naming it."""
+    not_graded = []
+    for job in running:
+        if job.proc.poll() is not None and (job.work / "result.json").exists():  # finished meanwhile
+            results.append(record_result(course_root, job.finish(course_root, False), log))
+        else:
+            job.abandon(course_root)
+            not_graded.append((job.result.lesson, job.result.student))
+    interrupted = GradingInterrupted(signal_name, results, not_graded + queue)
+    log(f"{interrupted}\nrun the same command again to grade the rest (finished grades are kept)")
+    raise interrupted
 
 
 def record_result(course_root, result, log):
