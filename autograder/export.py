@@ -131,7 +131,7 @@ def _questions(gb):
                                   max=grade_cell.max_score, n=len(scores),
                                   full=sum(s >= grade_cell.max_score for s in scores),
                                   failed=sum(s == 0 for s in scores),
-                                  mean=sum(scores) / len(scores) if scores else 0.0))
+                                  mean=sum(scores) / len(scores)))
     return sorted(stats, key=lambda q: (-q["failed"], q["assignment"], q["cell"]))
 
 

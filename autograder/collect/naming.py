@@ -48,11 +48,6 @@ def match_lesson(filename, lessons):
     return None, f"file name matches no lesson ({', '.join(lessons)})"
 
 
-def lesson_of(filename, lessons):
-    """The lesson a file name is a copy of, or None. '02_x (1).ipynb', 'Copy of 02_x.ipynb' -> '02_x'."""
-    return match_lesson(filename, lessons)[0]
-
-
 def download_number(filename):
     """The number a browser adds to a repeated download: '02_x (2).ipynb' -> 2, '02_x-3.ipynb' -> 3, else 0."""
     stem = re.sub(r"\.ipynb$", "", nfc(filename), flags=re.IGNORECASE).strip()

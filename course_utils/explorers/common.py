@@ -43,10 +43,6 @@ def labelled_row(label, content_html):
             f'font-family:sans-serif;color:#555">{html.escape(label)}</span>{content_html}</div>')
 
 
-def new_html():
-    return widgets.HTML(value="")
-
-
 def show_figure(output, fig):
     """Show a matplotlib figure in an Output widget, replacing what it showed, then close it.
 
