@@ -5,7 +5,6 @@ matplotlib backend and no JavaScript of its own.
 """
 import html
 
-import ipywidgets as widgets
 
 
 def message_html(text, kind="info"):
