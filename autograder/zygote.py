@@ -36,7 +36,9 @@ TARGET = "autograder.worker:main"  # what a worker runs: main(Path(job_file)) (w
 # and, through jupyter_client's kernel spec lookup and nbgrader's gradebook, IPython, ipykernel and sqlite
 # and, for the test cells it runs on its own side (verdicts.py), torch, course_utils and cloudpickle
 PRELOAD = ["autograder.grading", "autograder.worker", "autograder.preprocessors", "nbgrader.apps", "nbgrader.coursedir", "IPython", "IPython.core.debugger",
-           "ipykernel.kernelspec", "sqlite3", "sqlalchemy.dialects.sqlite", "torch", "course_utils", "cloudpickle"]
+           "ipykernel.kernelspec", "sqlite3", "sqlalchemy.dialects.sqlite", "torch", "course_utils", "cloudpickle",
+           # what the lessons' grader-setup cells import (the explorers pull in matplotlib and ipywidgets)
+           "matplotlib.pyplot", "ipywidgets", "course_utils.explorers", "course_utils.memory", "course_utils.mqar"]
 _IDLE, _LOCK = [], threading.Lock()
 
 
@@ -184,7 +186,10 @@ def serve(grader):
     if grader:
         _die_with(grader)
     for name in PRELOAD:  # the imports every worker needs, done once
-        importlib.import_module(name)
+        try:
+            importlib.import_module(name)
+        except Exception:  # noqa: BLE001: a worker that needs it imports it itself (and reports what fails)
+            pass
     answers = os.fdopen(os.dup(1), "w")
     os.dup2(os.open(os.devnull, os.O_WRONLY), 1)  # stray prints must not corrupt the protocol
     for line in sys.stdin:
