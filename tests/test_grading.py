@@ -42,6 +42,17 @@ def test_autograde_full_marks_zero_and_partial(released_course, lesson, tmp_path
     assert max_score > 0 and score == max_score, f"{lesson}: a complete submission scored {score}/{max_score}"
     assert scores["blank"][0] == 0, f"{lesson}: the blank copy scored {scores['blank']}"
     assert 0 < scores["half"][0] < max_score, f"{lesson}: a half-finished copy scored {scores['half']}"
+    # the notebook nbgrader wrote beside the kernel (the graded copy) holds no hidden test of the lesson
+    from autograder.cells import secret_lines, without_hidden_tests
+    public = {line.strip() for c in solution.cells for line in without_hidden_tests(c.source).splitlines()}
+    hidden = [line for c in solution.cells for line in secret_lines(c.source) if line not in public]
+    graded = (course / "autograded" / "complete" / lesson / f"{lesson}.ipynb").read_text()
+    assert hidden and not [line for line in hidden if line in graded or json_escaped(line) in graded]
+
+
+def json_escaped(line):
+    import json
+    return json.dumps(line)[1:-1]
 
 
 # ---------------------------------------------------------------- the grading rules, without a kernel
