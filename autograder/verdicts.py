@@ -54,7 +54,10 @@ def _bound_names(tree):
 
 def free_names(source):
     """Names a cell reads and never binds itself (builtins excluded)."""
-    tree = ast.parse(_code(source))
+    return _free_names(ast.parse(_code(source)))
+
+
+def _free_names(tree):
     loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     return loads - _bound_names(tree) - set(dir(builtins))
 
@@ -71,21 +74,18 @@ def _top_level_names(source):
     return names
 
 
-is_test_cell = cells.is_test
-
-
 class LessonTests:
     """The trusted half of a lesson: its set-up, its test cells by grade_id, the names students define."""
 
     def __init__(self, source_nb):
         code = [c for c in source_nb.cells if c.get("cell_type") == "code" and c.get("id") != "colab-setup"]
-        self.tests = {cells.grade_id(c): c.source for c in code if is_test_cell(c)}
+        self.tests = {cells.grade_id(c): c.source for c in code if cells.is_test(c)}
         self.answer_names = set().union(*[_top_level_names(c.source) for c in code if cells.is_answer(c)])
         setup = []
         for c in code:
             if SETUP_TAG in c.get("metadata", {}).get("tags", []):
                 setup.append(_code(c.source))
-            elif not cells.is_answer(c) and not is_test_cell(c):
+            elif not cells.is_answer(c) and not cells.is_test(c):
                 try:
                     tree = ast.parse(_code(c.source))
                 except SyntaxError:
@@ -116,24 +116,24 @@ class TestRunner:
         """Run test cell `grade_id`; returns (stdout text, exception or None)."""
         if self.namespace is None:
             self._start()
-        source = self.lesson.tests[grade_id]
+        tree = ast.parse(_code(self.lesson.tests[grade_id]))  # parsed once: names to fetch, code, names it binds
         out = io.StringIO()
         try:
-            for name in sorted(free_names(source)):
+            for name in sorted(_free_names(tree)):
                 if name in self.lesson.answer_names or name not in self.defined:
                     try:
                         self.namespace[name] = self.session.fetch(name)
                     except NameError:
                         self.namespace.pop(name, None)
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-                exec(compile(_code(source), f"<test {grade_id}>", "exec"), self.namespace)
+                exec(compile(tree, f"<test {grade_id}>", "exec"), self.namespace)
             error = None
         except GraderSideError:
             raise
         except Exception as e:  # noqa: BLE001: the test failed; its message is the verdict's reason
             error = e
         finally:
-            self.defined |= _bound_names(ast.parse(_code(source)))
+            self.defined |= _bound_names(tree)
         return out.getvalue(), error
 
 
@@ -168,7 +168,7 @@ def check_lesson(notebook_path, log=print):
     for cell in nb.cells:
         if cell.cell_type != "code" or cell.get("id") == "colab-setup":
             continue
-        if is_test_cell(cell):
+        if cells.is_test(cell):
             grade_id = cells.grade_id(cell)
             _, error = runner.run(grade_id)
             results[grade_id] = error

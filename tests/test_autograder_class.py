@@ -18,6 +18,7 @@ from pathlib import Path
 import nbformat
 import pytest
 
+from autograder import cells
 from autograder.collect import collect
 from autograder.feedback import export, generate_feedback
 from autograder.grading import Limits, grade
@@ -485,20 +486,15 @@ def test_student_warnings_are_shown_but_cost_nothing(graded):
     """Warnings, log lines, sys.stderr and fd 2 from a correct answer while a test runs cost nothing, and
     never reach the test cell: the student's code runs inside the grader's requests, whose output is dropped."""
     nb = autograded(graded, "stderr_warnings")
-    answer_text = json.dumps([o for c in nb.cells if not _is_test_cell(c) for o in c.get("outputs", [])])
+    answer_text = json.dumps([o for c in nb.cells if not cells.is_test(c) for o in c.get("outputs", [])])
     assert "student code warns" in answer_text  # outside the tests, the student sees their warning
-    tests = [c for c in nb.cells if _is_test_cell(c)]
+    tests = [c for c in nb.cells if cells.is_test(c)]
     assert all(c.outputs == [] for c in tests), [c.outputs for c in tests if c.outputs]
     test_text = json.dumps([c.get("metadata", {}) for c in tests]) + json.dumps([c.outputs for c in tests])
     for noise in ("a warning from student code, in a test", "a log line from student code",
                   "stderr from student code", "fd 2 from student code"):
         assert noise not in test_text, noise
     assert graded["results"]["stderr_warnings"].score == max_points(graded)
-
-
-def _is_test_cell(cell):
-    meta = cell.get("metadata", {}).get("nbgrader", {})
-    return cell.cell_type == "code" and meta.get("grade") and not meta.get("solution")
 
 
 def _csv_row(g, student):
@@ -545,7 +541,7 @@ def test_cheats_get_the_exact_score_the_flag_and_the_csv_row(graded, student):
 def test_a_display_result_in_a_test_cell_earns_nothing(graded):
     """nbgrader reads a test cell's execute_result as partial credit: a test cell keeps only its error, and
     what the student's code displays during a test never reaches it."""
-    for cell in (c for c in autograded(graded, "displayhook").cells if _is_test_cell(c)):
+    for cell in (c for c in autograded(graded, "displayhook").cells if cells.is_test(c)):
         assert [o.output_type for o in cell.outputs] == ["error"], cell.outputs
         assert "full marks" not in json.dumps(cell.outputs) + json.dumps(cell.metadata)
 
@@ -553,7 +549,7 @@ def test_a_display_result_in_a_test_cell_earns_nothing(graded):
 def test_patched_checks_change_no_verdict_and_cost_no_honest_point(graded):
     """The tests run on the grader's side: a patched check in the kernel neither passes nor fails a test."""
     for student in ("rebind", "deep_patch"):
-        tests = [c for c in autograded(graded, student).cells if _is_test_cell(c)]
+        tests = [c for c in autograded(graded, student).cells if cells.is_test(c)]
         assert tests and all(c.outputs == [] for c in tests), (student, [c.outputs for c in tests if c.outputs])
 
 
