@@ -1,4 +1,4 @@
-"""Multi-query associative recall (MQAR, Arora et al. 2023, "Zoology"), in the small form lesson 9 uses.
+"""Multi-query associative recall (MQAR, Arora et al. 2023, "Zoology"), in the small form lesson 10 uses.
 
 An example holds `n_pairs` key-value pairs with distinct keys, then queries: every key of the context,
 in a shuffled order. The answer to a query is the value stored with its key. Keys are ids in

@@ -50,7 +50,7 @@ EXPECTED_TEST_CELLS = {
     "08_fast_attention": ["test_causal_mask", "test_kv_cache", "test_cached_self_attention",
                           "test_online_softmax_update", "test_tiled_attention", "test_grouped_query_attention",
                           "test_rope", "test_sliding_window_mask"],
-    "09_linear_attention": ["test_linear_attention_parallel", "test_linear_attention_step",
+    "10_linear_attention": ["test_linear_attention_parallel", "test_linear_attention_step",
                             "test_linear_attention_chunked", "test_gated_linear_attention", "test_delta_rule_step",
                             "test_concepts"],
 }

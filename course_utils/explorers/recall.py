@@ -1,4 +1,4 @@
-"""Lesson 9's explorer: which queries a fixed state answers, and which keys it confuses.
+"""Lesson 10's explorer: which queries a fixed state answers, and which keys it confuses.
 
 It draws one fresh MQAR example (course_utils.mqar) and runs a trained recall model of the lesson on
 it. For "linear" models the state is built with the student's linear_attention_step, one pair at a

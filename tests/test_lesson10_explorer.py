@@ -1,6 +1,6 @@
-"""Lesson 9's recall explorer, driven from Python through its widgets.
+"""Lesson 10's recall explorer, driven from Python through its widgets.
 
-The recall models and the training loop are the notebook's own cells (solutions/09_linear_attention.ipynb),
+The recall models and the training loop are the notebook's own cells (solutions/10_linear_attention.ipynb),
 run here with a few training steps: the explorer's mechanics do not depend on how well they learned.
 """
 import numpy as np
@@ -28,7 +28,7 @@ def unfinished(*args):
 
 @pytest.fixture(scope="module")
 def models():
-    nb = load(SOLUTIONS / "09_linear_attention.ipynb")
+    nb = load(SOLUTIONS / "10_linear_attention.ipynb")
     source = next(c.source for c in nb.cells if c.cell_type == "code" and "class RecallModel" in c.source)
     namespace = {}
     exec("import torch\nimport torch.nn as nn\nimport torch.nn.functional as F\nimport course_utils as cu\n"

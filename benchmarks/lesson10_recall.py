@@ -1,9 +1,9 @@
-"""Lesson 9's MQAR recall at several training budgets: does a fixed state catch up with more steps?
+"""Lesson 10's MQAR recall at several training budgets: does a fixed state catch up with more steps?
 
-    python benchmarks/lesson09_recall.py                      # 600 (the notebook's) and 1800 steps
-    python benchmarks/lesson09_recall.py --steps 600 --kinds linear delta --sizes 16
+    python benchmarks/lesson10_recall.py                      # 600 (the notebook's) and 1800 steps
+    python benchmarks/lesson10_recall.py --steps 600 --kinds linear delta --sizes 16
 
-It runs the recall model, training loop and evaluation of solutions/09_linear_attention.ipynb (the
+It runs the recall model, training loop and evaluation of solutions/10_linear_attention.ipynb (the
 cell that defines RecallModel, exec'd here, so the two never drift apart) and prints, per budget, the
 share of queries answered right for each number of pairs, with the memory per sequence in bytes.
 Prints; asserts nothing. One torch thread, as in the notebook.
@@ -21,7 +21,7 @@ from nbtools import SOLUTIONS, load  # noqa: E402
 
 
 def notebook_namespace():
-    nb = load(SOLUTIONS / "09_linear_attention.ipynb")
+    nb = load(SOLUTIONS / "10_linear_attention.ipynb")
     source = next(c.source for c in nb.cells if c.cell_type == "code" and "class RecallModel" in c.source)
     namespace = {"elu_plus_one": lambda x: F.elu(x) + 1}
     exec("import numpy as np\nimport torch\nimport torch.nn as nn\nimport torch.nn.functional as F\n"

@@ -1,12 +1,12 @@
-"""Lesson 9's hidden tests catch the common mistakes and pass other correct answers.
+"""Lesson 10's hidden tests catch the common mistakes and pass other correct answers.
 
-Each case takes a test cell's source from solutions/09_linear_attention.ipynb,
+Each case takes a test cell's source from solutions/10_linear_attention.ipynb,
 runs it after the set-up cell (which gives elu_plus_one) and the solution cells,
 with one answer replaced by a mistaken (or another correct) version.
 """
 
 
-LESSON = "09_linear_attention"
+LESSON = "10_linear_attention"
 
 
 ALTERNATIVES = {
