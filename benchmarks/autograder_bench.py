@@ -27,13 +27,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path.insert(0, str(REPO))
 import nbformat  # noqa: E402
 
 from autograder.course import release  # noqa: E402
 from autograder import zygote  # noqa: E402
 from autograder.grading import Limits, grade  # noqa: E402
-from nbtools import LESSONS, SOLUTIONS, execute, fill_solutions, load  # noqa: E402
+from tests.nbtools import LESSONS, SOLUTIONS, execute, fill_solutions, load  # noqa: E402
 
 
 def cpu_seconds():

@@ -18,12 +18,12 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "tests")]
+sys.path.insert(0, str(REPO))
 import nbformat  # noqa: E402
 
 from autograder.course import release  # noqa: E402
 from autograder.grading import Limits, grade  # noqa: E402
-from nbtools import LESSONS, SOLUTIONS, fill_solutions, load  # noqa: E402
+from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, load  # noqa: E402
 
 
 def main():

@@ -22,13 +22,13 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(REPO), str(REPO / "benchmarks"), str(REPO / "tests")]
+sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 
 from autograder_bench import make_class  # noqa: E402
 
 from autograder import cluster  # noqa: E402
 from autograder.grading import Limits, grade, submissions  # noqa: E402
-from nbtools import LESSONS  # noqa: E402
+from tests.nbtools import LESSONS  # noqa: E402
 
 
 def main():

@@ -16,8 +16,8 @@ from pathlib import Path
 import torch
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from nbtools import SOLUTIONS, load  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.nbtools import SOLUTIONS, load  # noqa: E402
 
 
 def notebook_namespace():

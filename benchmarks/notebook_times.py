@@ -12,8 +12,8 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
-from nbtools import LESSONS, SOLUTIONS, errors, execute, json_variable_cell, load, read_json_variable  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from tests.nbtools import LESSONS, SOLUTIONS, errors, execute, json_variable_cell, load, read_json_variable  # noqa: E402
 
 
 def run(lesson, fast):

@@ -1,6 +1,6 @@
 """Drive JupyterLab 4 and Notebook 7 in a real browser (Debian's Chromium through Playwright).
 
-Used by tests/test_browser.py. Everything runs on localhost: a Jupyter server
+Used by tests/site/test_browser.py. Everything runs on localhost: a Jupyter server
 started on a free port with a random token on a temporary copy of the
 notebooks, in fast mode, and a headless Chromium with a fresh profile that is
 refused every request to another host.

@@ -1,10 +1,7 @@
 import os
-import sys
-from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # for `import autograder`
 os.environ.setdefault("COURSE_FAST", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
@@ -13,7 +10,7 @@ os.environ.setdefault("MPLBACKEND", "Agg")
 def released_course(tmp_path_factory):
     """A temporary nbgrader course with every lesson generated from solutions/ (notebooks/ untouched)."""
     from autograder.course import release
-    from nbtools import LESSONS
+    from tests.nbtools import LESSONS
     root = tmp_path_factory.mktemp("course")
     release(root, LESSONS, notebooks=None, log=lambda *_: None)
     return root

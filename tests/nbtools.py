@@ -12,8 +12,6 @@ import nbformat
 from nbclient.exceptions import CellTimeoutError
 
 REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:  # benchmarks import this module with only tests/ on the path
-    sys.path.insert(0, str(REPO))
 from autograder.nbrun import NotebookClient  # noqa: E402: nbclient's, without the missed-reply stalls
 SOLUTIONS = REPO / "solutions"
 NOTEBOOKS = REPO / "notebooks"

@@ -14,7 +14,7 @@ or, after changing the setting by hand:
     python -m autograder release          # regenerate notebooks/ from solutions/
 
 `python -m tools.colab --check` stamps nothing and exits 1 when a solution
-notebook's badge or set-up cell is missing or out of date (tests/test_colab.py
+notebook's badge or set-up cell is missing or out of date (tests/site/test_colab.py
 checks the same for solutions/ and notebooks/). `python -m tools.colab --readme`
 prints the README's lesson-table badges.
 

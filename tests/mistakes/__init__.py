@@ -1,4 +1,4 @@
-"""Per-lesson data for tests/test_mistakes.py: one module `lessonNN.py` per lesson, each with
+"""Per-lesson data for tests/lessons/test_mistakes.py: one module `lessonNN.py` per lesson, each with
 
 - LESSON: the lesson id (the notebook's stem);
 - MISTAKES: {description: (test cell grade_id, code that redefines one answer wrongly)};

@@ -85,7 +85,7 @@ def test_plain_nbgrader_export_writes_the_same_canvas_file(template, exported, t
     import subprocess
     import sys
     from pathlib import Path
-    repo = Path(__file__).resolve().parent.parent
+    repo = Path(__file__).resolve().parents[2]
     course = tmp_path / "plain"
     course.mkdir()
     shutil.copyfile(template, course / "gradebook.db")

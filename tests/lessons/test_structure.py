@@ -14,7 +14,7 @@ import re
 
 import pytest
 
-from nbtools import LESSONS, SOLUTIONS, grade_id, is_solution, is_test, load
+from tests.nbtools import LESSONS, SOLUTIONS, grade_id, is_solution, is_test, load
 
 HEADING = re.compile(r"^#{1,6} .*$", re.M)
 EXERCISE = re.compile(r"✏️\s*(?:Exercise\s+(?P<number>\d+)|Check your understanding)")

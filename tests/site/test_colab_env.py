@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from nbtools import LESSONS, REPO
+from tests.nbtools import LESSONS, REPO
 
 VENV = Path(os.environ.get("COLAB_ENV", REPO / "build" / "colab-env"))
 PYTHON = VENV / "bin" / "python"

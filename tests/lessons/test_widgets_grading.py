@@ -17,7 +17,7 @@ import pytest
 
 from autograder.course import load_config
 from autograder.nbrun import NotebookClient
-from nbtools import LESSONS, REPO, SOLUTIONS, fill_solutions, load
+from tests.nbtools import LESSONS, REPO, SOLUTIONS, fill_solutions, load
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"

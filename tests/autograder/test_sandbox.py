@@ -18,7 +18,7 @@ import pytest
 
 from autograder import sandbox
 from autograder.grading import Limits, sandbox_settings
-from nbtools import REPO, SOLUTIONS, fill_solutions, load
+from tests.nbtools import REPO, SOLUTIONS, fill_solutions, load
 
 LESSON = "03_queries_keys_values"
 
@@ -417,7 +417,7 @@ _k.shell_handlers["execute_request"] = _drop
 def test_tests_run_a_hung_notebook_again_and_count_it_but_not_a_slow_cell(monkeypatch):
     """nbtools.execute: a cell the kernel never started (a request dropped, as in ipykernel issue 1554)
     is a hang: run again, counted, reported; a cell that runs past its timeout is not retried."""
-    import nbtools
+    from tests import nbtools
     monkeypatch.setattr(nbtools, "HANGS", [])
     hung = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(DROP_NEXT_REQUEST),
                                            nbformat.v4.new_code_cell("1 + 1")])

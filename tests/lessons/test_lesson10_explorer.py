@@ -9,7 +9,7 @@ import torch
 import torch.nn.functional as F
 
 from course_utils.explorers.recall import RecallExplorer
-from nbtools import SOLUTIONS, load
+from tests.nbtools import SOLUTIONS, load
 
 
 def elu_plus_one(x):

@@ -22,7 +22,7 @@ from autograder import cells
 from autograder.collect import collect
 from autograder.feedback import export, generate_feedback
 from autograder.grading import Limits, grade
-from nbtools import LESSONS, SOLUTIONS, fill_solutions, grade_id, load, solution_ids
+from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, grade_id, load, solution_ids
 
 QUICKEST = "03_queries_keys_values"
 _chosen = os.environ.get("AUTOGRADER_TEST_LESSONS", QUICKEST if QUICKEST in LESSONS else LESSONS[0])
@@ -656,7 +656,7 @@ def test_ctrl_c_stops_workers_and_kernels_keeps_finished_grades_and_a_rerun_resu
     marker = f"COURSE_TEST_MARK={uuid.uuid4().hex}"
     env = {**os.environ, marker.split("=")[0]: marker.split("=")[1]}
     cmd = [sys.executable, "-m", "autograder", "grade", lesson, "--course", str(course), "--jobs", "1"]
-    proc = subprocess.Popen(cmd, env=env, cwd=Path(__file__).resolve().parent.parent, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(cmd, env=env, cwd=Path(__file__).resolve().parents[2], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True)
     kernels = course / ".grading" / lesson / "second" / "kernels.txt"
     deadline = time.monotonic() + 400
@@ -679,7 +679,7 @@ def test_ctrl_c_stops_workers_and_kernels_keeps_finished_grades_and_a_rerun_resu
         first = gb.find_submission(lesson, "first")
         assert first.score == first.max_score > 0
 
-    again = subprocess.run(cmd, env=env, cwd=Path(__file__).resolve().parent.parent, capture_output=True, text=True,
+    again = subprocess.run(cmd, env=env, cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True,
                            timeout=600)
     assert again.returncode == 0, again.stdout + again.stderr
     assert "skipping 1 submission(s) already graded" in again.stdout, again.stdout

@@ -23,7 +23,7 @@ pytest.importorskip("distributed", reason="Dask is the optional extra `cluster`:
 from autograder import cluster  # noqa: E402
 from autograder.feedback import export  # noqa: E402
 from autograder.grading import Limits, grade, submissions  # noqa: E402
-from nbtools import REPO, SOLUTIONS, fill_solutions, load, solution_ids  # noqa: E402
+from tests.nbtools import REPO, SOLUTIONS, fill_solutions, load, solution_ids  # noqa: E402
 
 LESSON = "03_queries_keys_values"
 LIMITS = Limits(cell_timeout=15, notebook_timeout=90)

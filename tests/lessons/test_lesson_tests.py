@@ -3,7 +3,7 @@ import re
 
 import pytest
 
-from nbtools import LESSONS, LessonCode
+from tests.nbtools import LESSONS, LessonCode
 
 CELLS = [(lesson, test_id) for lesson in LESSONS for test_id in LessonCode(lesson).tests]
 

@@ -5,7 +5,7 @@ import shutil
 import pytest
 
 from autograder.course import nbgrader_api
-from nbtools import LESSONS, SOLUTIONS, fill_solutions, load, solution_ids
+from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, load, solution_ids
 
 
 def submit(course, lesson, student, nb):

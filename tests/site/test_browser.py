@@ -20,8 +20,8 @@ import shutil
 import nbformat
 import pytest
 
-import browser as b
-from nbtools import LESSONS, SOLUTIONS, fill_solutions, load
+from tests import browser as b
+from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, load
 
 _missing = b.missing_prerequisite()
 if _missing and os.environ.get("COURSE_CI") == "1":

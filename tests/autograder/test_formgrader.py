@@ -11,7 +11,7 @@ canvas.csv, moodle.csv), summary.md says where to open the flagged submission, a
 `python -m autograder feedback` shows bob the comment. No console errors; MathJax comes
 from the Jupyter server, not a CDN. Screenshots: test-artifacts/browser/formgrader_*.png.
 
-Needs /usr/bin/chromium and playwright, like tests/test_browser.py.
+Needs /usr/bin/chromium and playwright, like tests/site/test_browser.py.
 """
 import csv
 import json
@@ -23,8 +23,8 @@ import zipfile
 import nbformat
 import pytest
 
-import browser as b
-from nbtools import REPO, SOLUTIONS, fill_solutions, grade_id, is_solution, is_test, load
+from tests import browser as b
+from tests.nbtools import REPO, SOLUTIONS, fill_solutions, grade_id, is_solution, is_test, load
 
 _missing = b.missing_prerequisite()
 if _missing and os.environ.get("COURSE_CI") == "1":

@@ -28,7 +28,7 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 from autograder import feedback
 from autograder.feedback import CSP, MAX_MESSAGE, SafeFeedbackExporter, sanitize_page
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 LESSON = "99_feedback_probe"
 HIDDEN_F = "assert f(41) == 42, 'SECRET-REFERENCE-4242'"
 HIDDEN_G = "assert f(-7) == -6, 'SECRET-REFERENCE-MINUS-SIX'"
@@ -431,8 +431,7 @@ def test_feedback_pages_pass_the_inspector(course, which):
 
 # --- Chromium: the pages open, and nothing runs or loads ------------------------------------------------------
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import browser as b  # noqa: E402
+from tests import browser as b  # noqa: E402
 
 _missing = b.missing_prerequisite()
 if _missing and os.environ.get("COURSE_CI") == "1":

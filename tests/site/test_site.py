@@ -32,8 +32,8 @@ from urllib.parse import urlparse
 import nbformat
 import pytest
 
-import browser as b
-from nbtools import NOTEBOOKS, REPO, SOLUTIONS, load
+from tests import browser as b
+from tests.nbtools import NOTEBOOKS, REPO, SOLUTIONS, load
 from tools import colab
 from tools import site
 

@@ -1,7 +1,7 @@
 """Every solution runs cleanly in fast mode; every blank student copy fails only in the expected ways."""
 import pytest
 
-from nbtools import (EXPECTED_STUDENT_ERRORS, LESSONS, NOTEBOOKS, SOLUTIONS, errors, execute, is_test,
+from tests.nbtools import (EXPECTED_STUDENT_ERRORS, LESSONS, NOTEBOOKS, SOLUTIONS, errors, execute, is_test,
                      json_variable_cell, load, read_json_variable, stderr_text)
 
 # lessons whose measured experiment leaves accuracy_by_length = {model: {length: accuracy}}

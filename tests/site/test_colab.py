@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from nbtools import LESSONS, NOTEBOOKS, REPO, SOLUTIONS, load
+from tests.nbtools import LESSONS, NOTEBOOKS, REPO, SOLUTIONS, load
 from tools import colab
 
 STAMP_HINT = "run `python -m tools.colab && python -m autograder release`"

@@ -1,7 +1,7 @@
 """The student notebooks are exactly what nbgrader generates from the solutions."""
 import pytest
 
-from nbtools import LESSONS, NOTEBOOKS, load
+from tests.nbtools import LESSONS, NOTEBOOKS, load
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
