@@ -1,0 +1,53 @@
+"""Real nbgrader on a temporary course: full marks, zero, and something in between."""
+import json
+import shutil
+
+import pytest
+
+from autograder.course import nbgrader_api
+from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, load, solution_ids
+
+
+def submit(course, lesson, student, nb):
+    import nbformat
+    folder = course / "submitted" / student / lesson
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(folder / f"{lesson}.ipynb"))
+
+
+def autograde_scores(course, lesson, students):
+    from nbgrader.api import Gradebook
+    api = nbgrader_api(course)
+    for student in students:
+        result = api.autograde(lesson, student, force=True, create=True)
+        assert result["success"], f"nbgrader autograde failed for {student}: {result['error']}\n{result['log']}"
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gradebook:
+        return {s: (gradebook.find_submission(lesson, s).score, gradebook.find_submission(lesson, s).max_score)
+                for s in students}
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_autograde_full_marks_zero_and_partial(released_course, lesson, tmp_path):
+    course = tmp_path / "course"
+    shutil.copytree(released_course, course)
+    blank = load(course / "release" / lesson / f"{lesson}.ipynb")
+    solution = load(SOLUTIONS / f"{lesson}.ipynb")
+    ids = solution_ids(solution)
+    submit(course, lesson, "complete", fill_solutions(blank, solution))
+    submit(course, lesson, "blank", blank)
+    submit(course, lesson, "half", fill_solutions(blank, solution, ids[: (len(ids) + 1) // 2]))
+
+    scores = autograde_scores(course, lesson, ["complete", "blank", "half"])
+
+    score, max_score = scores["complete"]
+    assert max_score > 0 and score == max_score, f"{lesson}: a complete submission scored {score}/{max_score}"
+    assert scores["blank"][0] == 0, f"{lesson}: the blank copy scored {scores['blank']}"
+    assert 0 < scores["half"][0] < max_score, f"{lesson}: a half-finished copy scored {scores['half']}"
+    # the notebook nbgrader wrote beside the kernel (the graded copy) holds no hidden test of the lesson
+    from autograder.cells import secret_lines, without_hidden_tests
+    public = {line.strip() for c in solution.cells for line in without_hidden_tests(c.source).splitlines()}
+    hidden = [line for c in solution.cells for line in secret_lines(c.source) if line not in public]
+    graded = load(course / "autograded" / "complete" / lesson / f"{lesson}.ipynb")
+    texts = [c.source for c in graded.cells] + [json.dumps(o) for c in graded.cells for o in c.get("outputs", [])]
+    lines = {line.strip() for text in texts for line in text.replace("\\n", "\n").splitlines()}
+    assert hidden and not [line for line in hidden if line in lines]
