@@ -14,3 +14,18 @@ def released_course(tmp_path_factory):
     root = tmp_path_factory.mktemp("course")
     release(root, LESSONS, notebooks=None, log=lambda *_: None)
     return root
+
+
+@pytest.fixture(scope="session")
+def student_runs(released_course):
+    """{lesson: the release copy filled with the solutions and run in fast mode, as a student hands it in}."""
+    from tests.graded_class import run_everyone
+    return run_everyone(released_course)
+
+
+@pytest.fixture(scope="session")
+def graded_class(released_course, student_runs, tmp_path_factory):
+    """Every lesson's complete, unstarted and half-done submissions and lesson 03's hostile class, graded once
+    (tests/graded_class.py)."""
+    from tests.graded_class import build
+    return build(released_course, student_runs, tmp_path_factory.mktemp("class"))

@@ -1,9 +1,9 @@
 """`grade --scheduler`: a real Dask scheduler and two workers on localhost grade a class.
 
-The class (a dozen submissions of the quickest lesson: honest, blank, half done, broken,
-hostile) is graded twice, locally with --jobs 2 and on the cluster; grades, flags and the
-CSV must be equal. Then a worker is killed mid-run: every submission still gets exactly
-one grade.
+Six students of the test run's graded class (tests/graded_class.py: honest, unstarted, half done,
+broken JSON, a patch, a crash) are graded again on the cluster; grades, flags and CSV rows must
+equal the local ones. Then a worker is killed mid-run (the small lesson of tiny_course): every
+submission still gets exactly one grade.
 """
 import csv
 import json
@@ -22,11 +22,14 @@ pytest.importorskip("distributed", reason="Dask is the optional extra `cluster`:
 
 from autograder import cluster  # noqa: E402
 from autograder.feedback import export  # noqa: E402
-from autograder.grading import Limits, grade, submissions  # noqa: E402
-from tests.nbtools import REPO, SOLUTIONS, fill_solutions, load, solution_ids  # noqa: E402
+from autograder.grading import submissions  # noqa: E402
+from tests.autograder import tiny  # noqa: E402
+from tests.autograder.hostile import QUICKEST  # noqa: E402
+from tests.graded_class import LIMITS  # noqa: E402
+from tests.nbtools import REPO, fill_solutions, load  # noqa: E402
 
-LESSON = "03_queries_keys_values"
-LIMITS = Limits(cell_timeout=15, notebook_timeout=90)
+# students of the graded class's hostile lesson: honest, unstarted, half done, broken, a patch, a crash
+ON_CLUSTER = ["perfect", "blank", "partial", "invalid_json", "monkeypatch", "os_exit"]
 
 
 def _free_port():
@@ -74,89 +77,77 @@ def dask_cluster():
             _stop(proc)
 
 
-def _class_notebooks(course):
-    blank = load(course / "release" / LESSON / f"{LESSON}.ipynb")
-    solution = load(SOLUTIONS / f"{LESSON}.ipynb")
-    full = fill_solutions(blank, solution)
-    ids = solution_ids(full)
-    tamper = nbformat.reads(nbformat.writes(full), as_version=4)
-    tamper.cells.insert(1, nbformat.v4.new_code_cell("import course_utils as cu\ncu.check_close = lambda *a, **k: None"))
-    crash = nbformat.reads(nbformat.writes(full), as_version=4)
-    crash.cells.insert(1, nbformat.v4.new_code_cell("import os\nos._exit(3)"))
-    kinds = {
-        "honest": nbformat.writes(full),
-        "blank": nbformat.writes(blank),
-        "half": nbformat.writes(fill_solutions(blank, solution, ids[: len(ids) // 2])),
-        "broken": '{"cells": [ not json',
-        "tamper": nbformat.writes(tamper),
-        "crash": nbformat.writes(crash),
-    }
-    return {f"{kind}{i}": text for kind, text in kinds.items() for i in (1, 2)}
-
-
-@pytest.fixture(scope="module")
-def released(tmp_path_factory):
-    from autograder.course import release
-    course = tmp_path_factory.mktemp("released") / "course"
-    release(course, [LESSON], notebooks=None, log=lambda *a: None)
+def _copy_of_students(released_course, graded_class, lesson, students, course):
+    """A fresh course holding these students' submissions of `lesson` as the graded class received them."""
+    shutil.copytree(released_course, course)
+    for student in students:
+        shutil.copytree(graded_class.course / "submitted" / student / lesson, course / "submitted" / student / lesson)
     return course
 
 
-def _class_course(released, tmp_path, kinds=None):
+def _tiny_class(tiny_course, tmp_path):
+    """tiny_course with six submissions: two honest, two unstarted, two half done."""
     course = tmp_path / "course"
-    shutil.copytree(released, course)
-    for student, text in _class_notebooks(course).items():
-        if kinds and student.rstrip("12") not in kinds:
-            continue
-        folder = course / "submitted" / student / LESSON
-        folder.mkdir(parents=True)
-        (folder / f"{LESSON}.ipynb").write_text(text)
+    shutil.copytree(tiny_course, course)
+    blank = load(course / "release" / tiny.LESSON / f"{tiny.LESSON}.ipynb")
+    kinds = {"honest": fill_solutions(blank, tiny.lesson()), "blank": blank,
+             "half": fill_solutions(blank, tiny.lesson(), ["double"])}
+    for kind, nb in kinds.items():
+        for i in (1, 2):
+            folder = course / "submitted" / f"{kind}{i}" / tiny.LESSON
+            folder.mkdir(parents=True)
+            nbformat.write(nb, str(folder / f"{tiny.LESSON}.ipynb"))
     return course
 
 
-def _outcome(course, results):
-    grades_csv, _ = export(course, course / "export", log=lambda *a: None)
+def _rows(grades_csv, students=None):
     with open(grades_csv) as f:
-        rows = sorted((r["student_id"], r["assignment"], r["score"], r["max_score"]) for r in csv.DictReader(f))
+        return sorted((r["student_id"], r["assignment"], r["score"], r["max_score"]) for r in csv.DictReader(f)
+                      if students is None or r["student_id"] in students)
+
+
+def _flags_and_scores(results):
     flags = {r.student: sorted(f.split(":")[0] for f in r.flags) for r in results}
     scores = {r.student: (r.status, r.score, r.max_score) for r in results}
-    return rows, flags, scores
+    return flags, scores
 
 
-def test_cluster_grades_equal_local_grades(released, tmp_path, dask_cluster):
-    local_course = _class_course(released, tmp_path / "local")
-    local = grade(local_course, jobs=2, limits=LIMITS, log=lambda *a: None)
-    dask_course = _class_course(released, tmp_path / "dask")
-    on_dask = cluster.grade_on_cluster(dask_course, submissions(dask_course), dask_cluster["address"],
-                                       limits=LIMITS, log=lambda *a: None)
-    assert len(on_dask) == len(local) == 12
-    assert _outcome(dask_course, on_dask) == _outcome(local_course, local)
+def test_cluster_grades_equal_local_grades(released_course, graded_class, tmp_path, dask_cluster):
+    lesson = QUICKEST
+    course = _copy_of_students(released_course, graded_class, lesson, ON_CLUSTER, tmp_path / "course")
+    on_dask = cluster.grade_on_cluster(course, submissions(course), dask_cluster["address"], limits=LIMITS,
+                                       log=lambda *a: None)
+    assert sorted(r.student for r in on_dask) == sorted(ON_CLUSTER)
+    grades_csv, _ = export(course, course / "export", log=lambda *a: None)
+    local_rows = [r for r in _rows(graded_class.grades_csv, ON_CLUSTER) if r[1] == lesson]
+    assert _rows(grades_csv) == local_rows
+    assert _flags_and_scores(on_dask) == _flags_and_scores([graded_class.results[lesson, s] for s in ON_CLUSTER])
     scores = {r.student: r.score for r in on_dask}
-    assert scores["honest1"] == scores["honest2"] > scores["half1"] > 0 == scores["blank1"] == scores["broken1"]
-    reports = json.loads((dask_course / "reports" / LESSON / "tamper1.json").read_text())
+    assert scores["perfect"] > scores["partial"] > 0 == scores["blank"] == scores["invalid_json"]
+    reports = json.loads((course / "reports" / lesson / "monkeypatch.json").read_text())
     assert reports["flags"], "a rebinding of cu.check_close must be flagged on the cluster too"
-    assert (dask_course / "autograded" / "honest1" / LESSON / f"{LESSON}.ipynb").exists()
+    assert (course / "autograded" / "perfect" / lesson / f"{lesson}.ipynb").exists()
 
 
-def test_worker_killed_mid_run_loses_no_grade(released, tmp_path, dask_cluster):
-    course = _class_course(released, tmp_path, kinds=("honest", "blank", "half"))
+def test_worker_killed_mid_run_loses_no_grade(tiny_course, tmp_path, dask_cluster):
+    course = _tiny_class(tiny_course, tmp_path)
     todo = submissions(course)
     victim = dask_cluster["workers"][0]
 
     def kill_soon():
-        time.sleep(8)  # both workers are busy with their first notebook
+        time.sleep(tiny.SECONDS + 2)  # both workers are busy with their first notebook
         os.killpg(victim.pid, signal.SIGKILL)
 
     import threading
     killer = threading.Thread(target=kill_soon)
     killer.start()
     try:
-        results = cluster.grade_on_cluster(course, todo, dask_cluster["address"], limits=LIMITS,
-                                           log=lambda *a: None)
+        results = cluster.grade_on_cluster(course, todo, dask_cluster["address"], limits=LIMITS, log=lambda *a: None)
     finally:
         killer.join()
         dask_cluster["workers"][0] = dask_cluster["start_worker"]("w0-restarted")
     assert sorted((r.lesson, r.student) for r in results) == sorted(todo), "every submission exactly once"
-    rows, _, scores = _outcome(course, results)
-    assert sorted(s for s, *_ in rows) == sorted(s for _, s in todo), "one CSV row per student"
+    grades_csv, _ = export(course, course / "export", log=lambda *a: None)
+    assert sorted(s for s, *_ in _rows(grades_csv)) == sorted(s for _, s in todo), "one CSV row per student"
+    scores = _flags_and_scores(results)[1]
     assert scores["honest1"][1] == scores["honest1"][2] and scores["honest2"][1] == scores["honest2"][2]

@@ -1,11 +1,14 @@
-"""Real nbgrader on a temporary course: full marks, zero, and something in between."""
+"""Plain `nbgrader autograde` with the course's nbgrader_config.py: full marks, zero, something in between.
+
+The same verdict mechanism as `python -m autograder grade` without its sandbox (README). One lesson is
+enough here: every lesson is graded the sandboxed way in tests/lessons/test_grading.py.
+"""
 import json
 import shutil
 
-import pytest
-
 from autograder.course import nbgrader_api
-from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, load, solution_ids
+from tests.autograder.hostile import QUICKEST
+from tests.nbtools import SOLUTIONS, fill_solutions, load, solution_ids
 
 
 def submit(course, lesson, student, nb):
@@ -26,8 +29,8 @@ def autograde_scores(course, lesson, students):
                 for s in students}
 
 
-@pytest.mark.parametrize("lesson", LESSONS)
-def test_autograde_full_marks_zero_and_partial(released_course, lesson, tmp_path):
+def test_autograde_full_marks_zero_and_partial(released_course, tmp_path):
+    lesson = QUICKEST
     course = tmp_path / "course"
     shutil.copytree(released_course, course)
     blank = load(course / "release" / lesson / f"{lesson}.ipynb")

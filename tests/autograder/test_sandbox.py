@@ -18,26 +18,15 @@ import pytest
 
 from autograder import sandbox
 from autograder.grading import Limits, sandbox_settings
+from tests.prerequisites import require, why_no_full_sandbox
 from tests.nbtools import REPO, SOLUTIONS, fill_solutions, load
 
 LESSON = "03_queries_keys_values"
 
 
-def _why_not_full():
-    if os.geteuid() != 0:
-        return "the full sandbox needs root (each kernel its own uid and cgroup)"
-    if not sandbox.bwrap_path():
-        return "bubblewrap (bwrap) is not installed: apt-get install bubblewrap"
-    return None
-
-
 @pytest.fixture(scope="module")
 def settings(tmp_path_factory):
-    why = _why_not_full()
-    if why:
-        if os.environ.get("COURSE_CI"):
-            pytest.fail(f"in CI the sandbox must be tested in full: {why}")
-        pytest.skip(why)
+    require(why_no_full_sandbox())
     course = tmp_path_factory.mktemp("course")
     found, warnings = sandbox.probe(sandbox_settings(course, Limits()))
     assert found["bwrap"] and found["separate_user"], warnings

@@ -7,9 +7,15 @@ other one (issue 19 section 8: one bug costs the points of its own exercise only
 cells a lesson lists for it in ALSO_FAILS ({mistake: (test cells, why no test can avoid it)});
 another correct answer must pass every cell. Lessons are found from the data modules, so a new
 lessonNN.py (LESSON, MISTAKES, ALTERNATIVES) is picked up as it is.
+
+The cases are independent, so the `verdicts` fixture runs them all up front in two processes (a
+lesson's cases in chunks, each process keeping the lessons it has set up), and the tests read the
+verdicts: the same checks, in half the time on two cores.
 """
 import importlib
+import multiprocessing
 import pkgutil
+from concurrent.futures import ProcessPoolExecutor
 
 import pytest
 
@@ -20,23 +26,48 @@ DATA = [importlib.import_module(f"tests.mistakes.{m.name}") for m in pkgutil.ite
 MISTAKES = [(d.LESSON, name, *case) for d in DATA for name, case in d.MISTAKES.items()]
 ALTERNATIVES = [(d.LESSON, name, *case) for d in DATA for name, case in getattr(d, "ALTERNATIVES", {}).items()]
 ALSO_FAILS = {(d.LESSON, name): set(cells) for d in DATA for name, (cells, _why) in getattr(d, "ALSO_FAILS", {}).items()}
-_LESSONS = {}
-_VERDICTS = {}
 # errors that mean the case's own code is broken (a typo), not that a test caught it
-_BROKEN_CASE = (NameError, SyntaxError, IndentationError)
+_BROKEN_CASE = ("NameError", "SyntaxError", "IndentationError")
+CHUNK = 12  # cases per task: small enough to balance the two processes, large enough to reuse a lesson's set-up
+_LESSONS = {}  # per process: {lesson: LessonCode}, set up once
 
 
-def lesson_code(lesson):
+class Failure:
+    """A test cell's failure as it crosses processes: the exception's kind and message."""
+
+    def __init__(self, error):
+        self.kind, self.message = type(error).__name__, str(error)
+
+    def __repr__(self):
+        return f"{self.kind}: {self.message[:200]}"
+
+
+def run_cases(lesson, codes):
+    """[{test cell: None or Failure}] for each code, every graded test cell run with it in place (in a worker)."""
+    import torch
+    torch.set_num_threads(1)  # two workers share the cores
     if lesson not in _LESSONS:
         _LESSONS[lesson] = LessonCode(lesson)
-    return _LESSONS[lesson]
+    return [{t: None if e is None else Failure(e) for t, e in _LESSONS[lesson].run_all_test_cells(code).items()}
+            for code in codes]
 
 
-def verdicts(lesson, code):
-    """{test cell: None or its exception} with `code` in place; each case is run once for all its tests."""
-    if (lesson, code) not in _VERDICTS:
-        _VERDICTS[lesson, code] = lesson_code(lesson).run_all_test_cells(code)
-    return _VERDICTS[lesson, code]
+@pytest.fixture(scope="module")
+def verdicts():
+    """{(lesson, code): {test cell: None or Failure}} for every case, computed in two processes."""
+    codes = {}
+    for lesson, _name, _test_id, code in MISTAKES + ALTERNATIVES:
+        if code not in codes.setdefault(lesson, []):
+            codes[lesson].append(code)
+    tasks = [(lesson, cs[i:i + CHUNK]) for lesson, cs in codes.items() for i in range(0, len(cs), CHUNK)]
+    with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
+        jobs = [(lesson, chunk, pool.submit(run_cases, lesson, chunk)) for lesson, chunk in tasks]
+        return {(lesson, code): verdict for lesson, chunk, job in jobs for code, verdict in zip(chunk, job.result())}
+
+
+@pytest.fixture(scope="module")
+def test_cells():
+    return {d.LESSON: set(LessonCode(d.LESSON).tests) for d in DATA}
 
 
 def _ids(cases):
@@ -44,27 +75,27 @@ def _ids(cases):
 
 
 def _describe(failures):
-    return "; ".join(f"{test_id}: {type(e).__name__}: {str(e)[:200]}" for test_id, e in failures.items())
+    return "; ".join(f"{test_id}: {e!r}" for test_id, e in failures.items())
 
 
 @pytest.mark.parametrize("lesson, name, test_id, code", MISTAKES, ids=_ids(MISTAKES))
-def test_mistake_is_caught(lesson, name, test_id, code):
-    assert test_id in lesson_code(lesson).tests, f"{lesson} has no graded test cell {test_id!r}"
-    failure = verdicts(lesson, code)[test_id]
+def test_mistake_is_caught(verdicts, test_cells, lesson, name, test_id, code):
+    assert test_id in test_cells[lesson], f"{lesson} has no graded test cell {test_id!r}"
+    failure = verdicts[lesson, code][test_id]
     assert failure is not None, f"{test_id} passed with the mistake in place"
     # a typo in the mistake's own code must not count as a caught mistake
-    assert not isinstance(failure, _BROKEN_CASE), repr(failure)
+    assert failure.kind not in _BROKEN_CASE, repr(failure)
 
 
 @pytest.mark.parametrize("lesson, name, test_id, code", MISTAKES, ids=_ids(MISTAKES))
-def test_mistake_costs_only_its_own_exercise(lesson, name, test_id, code):
+def test_mistake_costs_only_its_own_exercise(verdicts, lesson, name, test_id, code):
     allowed = ALSO_FAILS.get((lesson, name), set())
-    others = {t: e for t, e in verdicts(lesson, code).items() if t != test_id and t not in allowed and e is not None}
+    others = {t: e for t, e in verdicts[lesson, code].items() if t != test_id and t not in allowed and e is not None}
     assert not others, f"the mistake for {test_id} also fails {_describe(others)}"
 
 
 @pytest.mark.parametrize("lesson, name, test_id, code", ALTERNATIVES, ids=_ids(ALTERNATIVES))
-def test_other_correct_answer_passes(lesson, name, test_id, code):
-    assert test_id in lesson_code(lesson).tests, f"{lesson} has no graded test cell {test_id!r}"
-    failures = {t: e for t, e in verdicts(lesson, code).items() if e is not None}
+def test_other_correct_answer_passes(verdicts, test_cells, lesson, name, test_id, code):
+    assert test_id in test_cells[lesson], f"{lesson} has no graded test cell {test_id!r}"
+    failures = {t: e for t, e in verdicts[lesson, code].items() if e is not None}
     assert not failures, f"a correct answer for {test_id} fails {_describe(failures)}"

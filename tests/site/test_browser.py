@@ -1,18 +1,15 @@
-"""Students' browsers: every solution notebook run in JupyterLab 4 (one also in Notebook 7) in headless Chromium.
+"""Students' browsers: every lesson run in JupyterLab 4 (one also in Notebook 7) in headless Chromium.
 
-For each lesson: open the notebook, Run > Run All Cells, wait until every cell
-has run, check no cell shows a traceback, then change a slider or a dropdown
-in every explorer and check what the explorer displays changes. Console
-errors (widgets failing to render, uncaught exceptions) fail the test.
-Screenshots and console logs go to test-artifacts/browser/.
+For each lesson, once: its release copy filled with the solutions is opened, Run > Run All Cells,
+wait until every cell has run, check no cell shows a traceback, change a slider or a dropdown in
+every explorer and check what it displays changes, then save with Ctrl+S. The saved copy must
+keep every cell and its nbgrader metadata, and the copies of all lessons, graded together with
+`python -m autograder grade --jobs 2`, must get full marks (the round trip). Console errors
+(widgets failing to render, uncaught exceptions) fail the test. Screenshots and console logs go
+to test-artifacts/browser/.
 
-Round trip: a student copy filled with the solutions is run and saved (Ctrl+S)
-by JupyterLab, then autograded by real nbgrader: its nbgrader metadata must
-survive and it must get full marks.
-
-Needs /usr/bin/chromium (apt-get install chromium) and `pip install
-playwright`; skipped without them, except under COURSE_CI=1 (.ci/run), where a
-missing prerequisite fails.
+Needs /usr/bin/chromium (apt-get install chromium) and `pip install playwright`; skipped without
+them, except under COURSE_CI=1 (.ci/run), where a missing prerequisite fails.
 """
 import os
 import shutil
@@ -20,7 +17,9 @@ import shutil
 import nbformat
 import pytest
 
+from autograder.grading import grade
 from tests import browser as b
+from tests.graded_class import LIMITS
 from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, load
 
 _missing = b.missing_prerequisite()
@@ -41,7 +40,7 @@ def artifacts():
 def lab(tmp_path_factory, artifacts):
     work = tmp_path_factory.mktemp("lab")
     root = work / "root"
-    b.copy_tree(sorted(SOLUTIONS.glob("[0-9][0-9]_*.ipynb")), root)
+    root.mkdir()
     with b.jupyter_server("lab", root, work, artifacts / "jupyterlab-server.log") as server:
         yield server
 
@@ -52,7 +51,8 @@ def chromium(tmp_path_factory):
         yield context
 
 
-def run_notebook_and_explorers(server, context, url_path, shot_prefix):
+def run_notebook_and_explorers(server, context, url_path, shot_prefix, save_as=None):
+    """Run all, poke every explorer, and save (Ctrl+S) to `save_as` (a path in the server's root) if given."""
     page = context.new_page()
     console = b.ConsoleLog(page, server.app)
     try:
@@ -62,6 +62,8 @@ def run_notebook_and_explorers(server, context, url_path, shot_prefix):
         tracebacks = [(i, e) for i, c in enumerate(cells) for e in c["errors"]]
         count, changed, problems = b.exercise_explorers(page, shot_prefix)
         page.screenshot(path=f"{shot_prefix}_end.png")
+        if save_as:
+            b.save_with_keyboard(page, server, save_as)
         return cells, tracebacks, count, changed, problems, console
     except Exception:
         page.screenshot(path=f"{shot_prefix}_FAILED.png")
@@ -77,16 +79,55 @@ def explorer_cells(lesson):
             if c.cell_type == "code" and "course_utils.explorers" in c.source]
 
 
+@pytest.fixture(scope="module")
+def lab_runs(lab, chromium, artifacts, released_course):
+    """{lesson: what happened}: each lesson's filled-in release copy run, explored and saved in JupyterLab."""
+    runs = {}
+    for lesson in LESSONS:
+        filled = fill_solutions(load(released_course / "release" / lesson / f"{lesson}.ipynb"),
+                                load(SOLUTIONS / f"{lesson}.ipynb"))
+        name = f"{lesson}.ipynb"
+        nbformat.write(filled, str(lab.root / name))
+        try:
+            cells, tracebacks, count, changed, problems, console = run_notebook_and_explorers(
+                lab, chromium, f"lab/tree/{name}", str(artifacts / f"lab_{lesson}"), save_as=name)
+            runs[lesson] = dict(filled=filled, cells=cells, tracebacks=tracebacks, count=count, problems=problems,
+                                console=console, saved=load(lab.root / name))
+        except Exception as e:  # noqa: BLE001: this lesson's test reports it; the others still run
+            runs[lesson] = dict(error=e)
+    return runs
+
+
+@pytest.fixture(scope="module")
+def round_trip(lab_runs, released_course, tmp_path_factory):
+    """{lesson: grading result} of the copies JupyterLab saved, graded together as a class of one student."""
+    course = tmp_path_factory.mktemp("round-trip") / "course"
+    shutil.copytree(released_course, course)
+    for lesson, run in lab_runs.items():
+        if "saved" in run:
+            folder = course / "submitted" / "browser" / lesson
+            folder.mkdir(parents=True)
+            nbformat.write(run["saved"], str(folder / f"{lesson}.ipynb"))
+    return {r.lesson: r for r in grade(course, jobs=2, limits=LIMITS, log=lambda *_: None)}
+
+
+def _run(lab_runs, lesson):
+    run = lab_runs[lesson]
+    if "error" in run:
+        raise run["error"]
+    return run
+
+
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_lesson_runs_in_jupyterlab_and_its_explorers_respond(lab, chromium, artifacts, lesson):
-    cells, tracebacks, count, changed, problems, console = run_notebook_and_explorers(
-        lab, chromium, f"lab/tree/{lesson}.ipynb", str(artifacts / f"lab_{lesson}"))
-    assert not tracebacks, f"{lesson}: cells show tracebacks in JupyterLab: {tracebacks}"
+def test_lesson_runs_in_jupyterlab_and_its_explorers_respond(lab_runs, lesson):
+    run = _run(lab_runs, lesson)
+    assert not run["tracebacks"], f"{lesson}: cells show tracebacks in JupyterLab: {run['tracebacks']}"
     expected = len(explorer_cells(lesson))
-    assert count >= expected, (f"{lesson}: {expected} explorer cell(s) in the notebook but {count} explorer(s) "
-                               "with a slider or dropdown rendered in JupyterLab (widgets failed to render?)")
-    assert not problems, f"{lesson}: {problems}"
-    assert not console.errors, f"{lesson}: browser console errors:\n" + "\n".join(console.errors)
+    assert run["count"] >= expected, (
+        f"{lesson}: {expected} explorer cell(s) in the notebook but {run['count']} explorer(s) with a slider or "
+        "dropdown rendered in JupyterLab (widgets failed to render?)")
+    assert not run["problems"], f"{lesson}: {run['problems']}"
+    assert not run["console"].errors, f"{lesson}: browser console errors:\n" + "\n".join(run["console"].errors)
 
 
 def test_a_lesson_runs_in_notebook7_and_its_explorer_responds(tmp_path, chromium, artifacts):
@@ -102,45 +143,16 @@ def test_a_lesson_runs_in_notebook7_and_its_explorer_responds(tmp_path, chromium
     assert not console.errors, "browser console errors:\n" + "\n".join(console.errors)
 
 
-ROUND_TRIP_LESSONS = LESSONS
-
-
-@pytest.mark.parametrize("lesson", ROUND_TRIP_LESSONS)
-def test_notebook_saved_by_jupyterlab_keeps_nbgrader_metadata_and_grades(
-        lab, chromium, artifacts, released_course, tmp_path, lesson):
-    from test_grading import autograde_scores, submit
-    blank = load(released_course / "release" / lesson / f"{lesson}.ipynb")
-    filled = fill_solutions(blank, load(SOLUTIONS / f"{lesson}.ipynb"))
-    name = f"roundtrip_{lesson}.ipynb"
-    nbformat.write(filled, str(lab.root / name))
-
-    page = chromium.new_page()
-    console = b.ConsoleLog(page)
-    try:
-        page.goto(lab.url(f"lab/tree/{name}"))
-        cells = b.run_all_cells(page)
-        b.save_with_keyboard(page, lab, name)
-        page.screenshot(path=str(artifacts / f"roundtrip_{lesson}_saved.png"))
-    except Exception:
-        page.screenshot(path=str(artifacts / f"roundtrip_{lesson}_FAILED.png"))
-        raise
-    finally:
-        console.write(artifacts / f"roundtrip_{lesson}_console.log")
-        page.close()
-        lab.shutdown_kernels()
-    assert not console.errors, f"{lesson}: browser console errors:\n" + "\n".join(console.errors)
-    assert not [c for c in cells if c["errors"]], f"{lesson}: the filled-in copy shows errors: {cells}"
-
-    saved = load(lab.root / name)
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_notebook_saved_by_jupyterlab_keeps_nbgrader_metadata_and_grades(lab_runs, round_trip, lesson):
+    run = _run(lab_runs, lesson)
+    filled, saved = run["filled"], run["saved"]
     assert any(c.get("outputs") for c in saved.cells if c.cell_type == "code"), \
         "the saved notebook has no outputs: JupyterLab did not save the run"
     before = [(c.cell_type, c.metadata.get("nbgrader")) for c in filled.cells]
     after = [(c.cell_type, c.metadata.get("nbgrader")) for c in saved.cells]
     assert after == before, f"{lesson}: JupyterLab's save changed cells or their nbgrader metadata"
     assert [c.source for c in saved.cells] == [c.source for c in filled.cells]
-
-    course = tmp_path / "course"
-    shutil.copytree(released_course, course)
-    submit(course, lesson, "browser", saved)
-    score, max_score = autograde_scores(course, lesson, ["browser"])["browser"]
-    assert max_score > 0 and score == max_score, f"{lesson}: the copy saved by JupyterLab scored {score}/{max_score}"
+    r = round_trip[lesson]
+    assert r.status == "graded" and r.max_score > 0 and r.score == r.max_score, \
+        f"{lesson}: the copy saved by JupyterLab scored {r.score}/{r.max_score} ({r.status})"

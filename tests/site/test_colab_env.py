@@ -58,9 +58,21 @@ def test_every_explorer_module_imports_under_ipywidgets_7():
                                            for m in modules))
 
 
+def _check(lesson):
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}  # two at a time on the cores: one thread each
+    return subprocess.run([str(PYTHON), "tests/colab_env/check.py", lesson, "--expect-ipywidgets", "7.7.1"],
+                          capture_output=True, text=True, cwd=str(REPO), timeout=1200, env=env)
+
+
+@pytest.fixture(scope="module")
+def checks():
+    """{lesson: tests/colab_env/check.py's run}, two lessons at a time (each is its own process and kernel)."""
+    from concurrent.futures import ThreadPoolExecutor
+    with ThreadPoolExecutor(2) as pool:
+        return dict(zip(LESSONS, pool.map(_check, LESSONS)))
+
+
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_solution_notebook_runs_and_explorers_respond_under_ipywidgets_7(lesson):
-    done = subprocess.run([str(PYTHON), "tests/colab_env/check.py", lesson, "--expect-ipywidgets", "7.7.1"],
-                          capture_output=True, text=True, cwd=str(REPO), timeout=1200)
-    report = "\n".join(line for line in done.stdout.splitlines())
-    assert done.returncode == 0, f"{lesson} under ipywidgets 7.7.1:\n{report}\n{done.stderr[-3000:]}"
+def test_solution_notebook_runs_and_explorers_respond_under_ipywidgets_7(checks, lesson):
+    done = checks[lesson]
+    assert done.returncode == 0, f"{lesson} under ipywidgets 7.7.1:\n{done.stdout}\n{done.stderr[-3000:]}"
