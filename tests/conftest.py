@@ -17,15 +17,15 @@ def released_course(tmp_path_factory):
 
 
 @pytest.fixture(scope="session")
-def student_runs(released_course):
-    """{lesson: the release copy filled with the solutions and run in fast mode, as a student hands it in}."""
-    from tests.graded_class import run_everyone
-    return run_everyone(released_course)
+def solution_runs():
+    """{lesson: its solution notebook run in fast mode}, through the website's cache (tools/site.py)."""
+    from tests.graded_class import run_solutions
+    return run_solutions()
 
 
 @pytest.fixture(scope="session")
-def graded_class(released_course, student_runs, tmp_path_factory):
+def graded_class(released_course, solution_runs, tmp_path_factory):
     """Every lesson's complete, unstarted and half-done submissions and lesson 03's hostile class, graded once
     (tests/graded_class.py)."""
     from tests.graded_class import build
-    return build(released_course, student_runs, tmp_path_factory.mktemp("class"))
+    return build(released_course, solution_runs, tmp_path_factory.mktemp("class"))

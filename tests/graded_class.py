@@ -1,18 +1,15 @@
 """One graded class for the whole test run, built and graded once, read by every test that checks grades.
 
-Every lesson gets three submissions: `complete` (the solutions, run in Jupyter as a student runs them,
-outputs and the explorers' saved widget state included), `unstarted` (the release copy) and `half`
-(the first half of the exercises). Lesson 03 (AUTOGRADER_TEST_LESSONS chooses others) also gets the
+Every lesson gets three submissions: `complete` (the release copy filled with the solutions, with
+the outputs and the explorers' saved widget state of a fast-mode run, as a student who ran it in
+Jupyter hands it in), `unstarted` (the release copy) and `half` (the first half of the exercises). Lesson 03 (AUTOGRADER_TEST_LESSONS chooses others) also gets the
 hostile class of tests/autograder/hostile.py. Everything goes into one zip, the way an LMS hands it
 over; `collect` places it, `grade --jobs 2` grades it once, `export` writes the CSVs and `feedback`
 the pages of the hostile class. Readers: tests/autograder/test_class.py (the hostile class),
-tests/lessons/test_grading.py (every lesson), tests/lessons/test_execute.py (the complete runs) and
-tests/autograder/test_cluster.py (Dask against these local grades).
+tests/lessons/test_grading.py (every lesson), tests/lessons/test_execute.py (the experiment's curves)
+and tests/autograder/test_cluster.py (Dask against these local grades).
 """
-import multiprocessing
-import os
 import zipfile
-from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -22,30 +19,26 @@ from autograder.collect import collect
 from autograder.feedback import export, generate_feedback
 from autograder.grading import Limits, grade
 from tests.autograder import hostile
-from tests.nbtools import LESSONS, REPO, SOLUTIONS, fill_solutions, json_variable_cell, load, solution_ids
+from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, json_variable_cell, load, solution_ids
 
 LIMITS = Limits(cell_timeout=15, notebook_timeout=90, memory_mb=4096)
 PER_LESSON = ("complete", "unstarted", "half")
 # lessons whose measured experiment leaves accuracy_by_length = {model: {length: accuracy}}; the complete
-# run reads it back through one extra cell (tests/lessons/test_execute.py checks the curves)
+# submission prints it through one extra cell when graded (tests/lessons/test_execute.py checks the curves)
 CURVES = {"01": ["no_attention"], "02": ["no_attention", "bahdanau"]}
 
 
-def run_as_student(release_path, lesson):
-    """The release copy filled with the solutions and run in fast mode as Jupyter runs it; notebook JSON text.
-
-    The widget state Jupyter saves with a notebook is kept, as in a real hand-in. Runs in a worker process.
-    """
-    from autograder.nbrun import NotebookClient
-    os.environ["COURSE_FAST"] = "1"
-    os.environ["OMP_NUM_THREADS"] = "1"  # two notebooks at a time on the cores: one thread each
-    os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
-    nb = fill_solutions(load(release_path), load(SOLUTIONS / f"{lesson}.ipynb"))
-    if lesson[:2] in CURVES:
-        nb.cells.append(json_variable_cell("accuracy_by_length"))
-    NotebookClient(nb, timeout=300, kernel_name="python3", allow_errors=True, store_widget_state=True,
-                   resources={"metadata": {"path": str(REPO)}}).execute()
-    return nbformat.writes(nb)
+def as_submitted(release_nb, solution_run):
+    """The release copy filled with the solutions, carrying the outputs and the saved widget state of the run
+    `solution_run` (an executed solution notebook): what a student who ran every cell in Jupyter hands in."""
+    nb = fill_solutions(release_nb, solution_run)
+    outputs = {c.get("id"): c.get("outputs", []) for c in solution_run.cells if c.cell_type == "code"}
+    for cell in nb.cells:
+        if cell.cell_type == "code" and cell.get("id") in outputs:
+            cell.outputs = outputs[cell.get("id")]
+    if "widgets" in solution_run.metadata:
+        nb.metadata["widgets"] = solution_run.metadata["widgets"]
+    return nb
 
 
 @dataclass
@@ -71,25 +64,24 @@ class GradedClass:
                     feedback=[p for p in self.feedback if f"/{lesson}/" in str(p)])
 
 
-def run_everyone(released_course):
-    """{lesson: complete submission as run in Jupyter}, two notebooks at a time (fresh processes: no forked
-    zmq state)."""
-    course = released_course
-    spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(2, mp_context=spawn) as pool:
-        texts = {lesson: pool.submit(run_as_student, course / "release" / lesson / f"{lesson}.ipynb", lesson)
-                 for lesson in LESSONS}
-        return {lesson: nbformat.reads(job.result(), as_version=4) for lesson, job in texts.items()}
+def run_solutions():
+    """{lesson: its solution notebook run in fast mode}, two at a time, through the website's cache
+    (tools/site.py, build/site-cache/fast): the fast-mode site built later reuses these runs."""
+    from tools import site
+    return site.run_lessons(LESSONS, fast=True, jobs=2, log=lambda *_: None)
 
 
-def _students(course, completed):
+def _students(course, solution_runs):
     students = {}
     for lesson in LESSONS:
         blank = load(course / "release" / lesson / f"{lesson}.ipynb")
+        complete = as_submitted(blank, solution_runs[lesson])
+        if lesson[:2] in CURVES:
+            complete.cells.append(json_variable_cell("accuracy_by_length"))
         ids = solution_ids(blank)
         half = fill_solutions(blank, load(SOLUTIONS / f"{lesson}.ipynb"), ids[: (len(ids) + 1) // 2])
         name = f"{lesson}.ipynb"
-        students.update({(lesson, "complete"): (completed[lesson], name), (lesson, "unstarted"): (blank, name),
+        students.update({(lesson, "complete"): (complete, name), (lesson, "unstarted"): (blank, name),
                          (lesson, "half"): (half, name)})
     for lesson in hostile.TEST_LESSONS:
         students.update({(lesson, s): v for s, v in hostile.build_class(course, lesson).items()})
@@ -108,14 +100,16 @@ def _zip(students, lesson, path):
         z.writestr("bomb/zeros.zip", hostile.zip_of_zeros())
 
 
-def build(released_course, completed, tmp):
+def build(released_course, solution_runs, tmp):
     """Copy the released course into tmp, hand the class in, grade it, export it; a GradedClass.
 
-    completed: run_everyone's complete submissions."""
+    solution_runs: run_solutions()'s executed solutions (their outputs and widget state go into the
+    `complete` submissions)."""
     import shutil
     course = tmp / "course"
     shutil.copytree(released_course, course)
-    students = _students(course, completed)
+    students = _students(course, solution_runs)
+    completed = {lesson: nb for (lesson, student), (nb, _) in students.items() if student == "complete"}
     _zip(students, hostile.TEST_LESSONS[0], tmp / "downloads.zip")
     collected = collect(tmp / "downloads.zip", course, LESSONS, log=lambda *_: None)
     results = {(r.lesson, r.student): r for r in grade(course, jobs=2, limits=LIMITS, log=print)}
