@@ -11,7 +11,8 @@ could have produced it (HideHiddenTests, first in GenerateFeedback.preprocessors
 * a graded test cell shows passed or failed, and when it failed the error's name (a Python
   or course exception name, else "Error") and a message cut to MAX_MESSAGE characters,
   never what student code printed or displayed during the test;
-* the hidden-test regions are removed from the test cells' code (nbgrader's ClearHiddenTests);
+* the hidden-test regions are removed from the test cells' code (cells.without_hidden_tests: an
+  unterminated region hides the rest of the cell);
 * Markdown cells show the student's own text, rendered and then sanitised with the page.
 
 What the reader's browser runs: nothing. SafeFeedbackExporter (GenerateFeedback.exporter_class)
@@ -32,10 +33,9 @@ from pathlib import Path
 import nbformat
 from nbconvert.exporters import HTMLExporter
 from nbformat.v4 import new_output
-from nbgrader.preprocessors import ClearHiddenTests, NbGraderPreprocessor
+from nbgrader.preprocessors import NbGraderPreprocessor
 
 from . import cells
-from .export import export  # noqa: F401  (`python -m autograder export`; it lived here before)
 
 MAX_MESSAGE = 300  # characters of a failed test's message shown to the student, "..." included
 MAX_TEXT = 20_000  # characters of one submitted text output shown
@@ -68,7 +68,6 @@ class HideHiddenTests(NbGraderPreprocessor):
             self.log.warning("no submitted notebook for %s: ordinary cells are shown without outputs",
                              resources.get("nbgrader", {}))
         own = _OwnOutputs(submitted)
-        clear = ClearHiddenTests(parent=self)
         nb.metadata.pop("widgets", None)  # widget state: rendered as a script
         position = 0
         for cell in nb.cells:
@@ -76,7 +75,7 @@ class HideHiddenTests(NbGraderPreprocessor):
             if cell.cell_type != "code":
                 continue  # Markdown: the student's text, sanitised with the whole page (SafeFeedbackExporter)
             had_hidden = cells.HIDDEN_BEGIN in cell.source or cells.grade_id(cell) in with_hidden - {None}
-            clear._remove_hidden_test_region(cell)
+            cell.source = cells.without_hidden_tests(cell.source)
             if cells.is_test(cell):
                 cell.outputs = _verdict(cell.get("outputs", []), had_hidden)
             else:

@@ -212,7 +212,8 @@ KERNEL_IDLE_JS = """() => {
 
 
 def run_all_cells(page, timeout_s=600):
-    """Run > Run All Cells from the menu bar, then wait until every code cell has run.
+    """Run > Run All Cells from the menu bar, then wait until every code cell has run, or one has failed
+    (JupyterLab stops a Run All at the first error; the rest never get a count).
 
     Returns, per code cell, {"count": execution count, "errors": ["ename: evalue", ...]}.
     """
@@ -220,11 +221,12 @@ def run_all_cells(page, timeout_s=600):
     page.wait_for_function(KERNEL_IDLE_JS, timeout=180_000, polling=500)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-    # done: every code cell has an execution count and the kernel has stayed idle for 3 s
+    # done: every code cell has an execution count (or one shows an error) and the kernel has stayed idle for 3 s
     deadline, idle_since = time.time() + timeout_s, None
     while time.time() < deadline:
         state = page.evaluate(CELL_STATE_JS)
-        finished = state["idle"] and all(c["count"] is not None for c in state["cells"])
+        finished = state["idle"] and (all(c["count"] is not None for c in state["cells"])
+                                      or any(c["errors"] for c in state["cells"]))
         if not finished:
             idle_since = None
         elif idle_since is None:

@@ -445,7 +445,7 @@ def test_a_later_batch_replaces_only_older_copies(tmp_path):
 def test_export_has_a_row_per_lesson_for_every_student_or_a_listed_reason(tmp_path):
     """Students whose files were not placed still get a row (0 points) in every lesson, and the reason."""
     from nbgrader.api import Gradebook
-    from autograder.feedback import export
+    from autograder.export import export
     course = tmp_path / "course"
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         for lesson in LESSONS:

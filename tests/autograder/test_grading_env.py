@@ -19,7 +19,7 @@ def test_the_sandboxed_kernel_gets_fast_mode_and_no_other_course_variable(monkey
     monkeypatch.setenv("COURSE_FAST", "0")
     monkeypatch.setenv("COURSE_CI", "1")
     monkeypatch.setenv("COURSE_DEVICE", "cpu")
-    env = sandbox._kernel_env("/home/student")
+    env = sandbox.kernel_env("/home/student")
     assert env["COURSE_FAST"] == "1" and "COURSE_CI" not in env and env["COURSE_DEVICE"] == "cpu"
 
 

@@ -236,10 +236,10 @@ time.sleep(600)
 
 def _leftovers(launcher, runtime):
     """What of one kernel's launcher is still there: its runtime mount and folder, its cgroups, itself."""
-    left = [f"mount {point}" for point, _, _ in sandbox._mounts() if point == runtime]
+    left = [f"mount {point}" for point, _, _ in sandbox.mounts() if point == runtime]
     left += [f"folder {runtime}"] if os.path.exists(runtime) else []
     left += [f"cgroup {d}" for d in sandbox.Cgroups.existing(str(launcher)).dirs if os.path.exists(d)]
-    left += [f"launcher {launcher}"] if sandbox._alive(launcher) else []
+    left += [f"launcher {launcher}"] if sandbox.alive(launcher) else []
     return left
 
 
@@ -279,7 +279,7 @@ def test_sweep_removes_what_a_killed_launcher_and_its_janitor_left(tmp_path):
     dead.wait()
     runtime = tmp_path / "ag-left"
     runtime.mkdir()
-    assert sandbox._libc.mount(f"autograder-{dead.pid}".encode(), str(runtime).encode(), b"tmpfs", 0, b"size=1m") == 0
+    assert sandbox.libc.mount(f"autograder-{dead.pid}".encode(), str(runtime).encode(), b"tmpfs", 0, b"size=1m") == 0
     try:
         groups = sandbox.Cgroups(str(dead.pid), 100, 10).dirs if sandbox.cgroup_bases() else []
     except OSError:
@@ -287,12 +287,12 @@ def test_sweep_removes_what_a_killed_launcher_and_its_janitor_left(tmp_path):
     alive_runtime = tmp_path / "ag-running"  # a launcher still running is left alone (a stand-in for one)
     alive_runtime.mkdir()
     running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)", "sandbox.py"])
-    sandbox._libc.mount(f"autograder-{running.pid}".encode(), str(alive_runtime).encode(), b"tmpfs", 0, b"size=1m")
+    sandbox.libc.mount(f"autograder-{running.pid}".encode(), str(alive_runtime).encode(), b"tmpfs", 0, b"size=1m")
     try:
         removed = sandbox.sweep()
         assert os.path.ismount(alive_runtime)
     finally:
-        sandbox._libc.umount2(str(alive_runtime).encode(), sandbox.MNT_DETACH)
+        sandbox.libc.umount2(str(alive_runtime).encode(), sandbox.MNT_DETACH)
         running.kill()
         running.wait()
     assert f"runtime tmpfs {runtime}" in removed and not os.path.ismount(runtime)
