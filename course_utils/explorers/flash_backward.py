@@ -83,7 +83,8 @@ class FlashBackwardExplorer(Explorer):
         self._updating = True
         try:
             self.step.max = len(self.order)
-            self.step.value = min(self.step.value, len(self.order))
+            first = self.figure is None           # the first picture shows the loop half done
+            self.step.value = len(self.order) // 2 + 1 if first else min(self.step.value, len(self.order))
         finally:
             self._updating = False
         self.render()
@@ -214,7 +215,7 @@ class FlashBackwardExplorer(Explorer):
         ax_rows.barh(rows + 0.2, done_k, height=0.4, color="#e6550d", label="dk, dv: done")
         ax_rows.invert_yaxis()
         ax_rows.set(title="tiles added to each row of the gradients", xlabel="tiles", ylabel="row (query / key)")
-        ax_rows.legend(loc="lower right", fontsize=8)
+        ax_rows.legend(loc="upper center", bbox_to_anchor=(0.5, -0.17), ncol=2, fontsize=8)
         fig.tight_layout()
         self.figure = fig
         show_figure(self.plot, fig)
