@@ -50,6 +50,8 @@ EXPECTED_TEST_CELLS = {
     "08_fast_attention": ["test_causal_mask", "test_kv_cache", "test_cached_self_attention",
                           "test_online_softmax_update", "test_tiled_attention", "test_grouped_query_attention",
                           "test_rope", "test_sliding_window_mask"],
+    "09_flash_backward_and_batching": ["test_flash_forward", "test_flash_backward", "test_flash_attention",
+                                       "test_left_pad", "test_static_kv_cache", "test_decode_batch"],
     "10_linear_attention": ["test_linear_attention_parallel", "test_linear_attention_step",
                             "test_linear_attention_chunked", "test_gated_linear_attention", "test_delta_rule_step",
                             "test_concepts"],
