@@ -41,7 +41,8 @@ PRELOAD = ["autograder.grading", "autograder.worker", "autograder.preprocessors"
            "ipykernel.kernelspec", "sqlite3", "sqlalchemy.dialects.sqlite", "torch", "torch._dynamo", "course_utils",
            "cloudpickle",
            # what the lessons' grader-setup cells import (the explorers pull in matplotlib and ipywidgets)
-           "matplotlib.pyplot", "ipywidgets", "course_utils.explorers", "course_utils.memory", "course_utils.mqar"]
+           "matplotlib.pyplot", "ipywidgets", "course_utils.explorers", "course_utils.memory", "course_utils.allocations",
+           "course_utils.mqar"]
 _IDLE, _LOCK = [], threading.Lock()
 
 

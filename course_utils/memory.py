@@ -26,36 +26,19 @@ def measuring():
     return list(_ACTIVE)
 
 
-class TensorMemory(TorchFunctionMode):
-    """Peak and largest bytes of the tensors created inside a `with` block.
+class StorageLedger:
+    """The bytes of the tensors that operations return, each storage counted once while a tensor uses it.
 
-    Tensors that existed before the block (inputs, weights) are not counted;
-    a view of one is free. Storages are counted once, while any tensor that
-    uses them is alive.
+    Shared by TensorMemory (calls from Python) and allocations.AllocatedMemory (aten operators).
     """
 
     def __init__(self):
         super().__init__()
-        self.live_bytes = 0
-        self.peak_bytes = 0
-        self.largest_bytes = 0
-        self._users = {}  # storage key -> [number of live tensors, bytes]
+        self._reset()
 
-    def __enter__(self):
+    def _reset(self):
         self.live_bytes = self.peak_bytes = self.largest_bytes = 0
-        self._users = {}
-        _ACTIVE.append(self)
-        return super().__enter__()
-
-    def __exit__(self, *exc):
-        if self in _ACTIVE:
-            _ACTIVE.remove(self)
-        return super().__exit__(*exc)
-
-    def absorb(self, peak_bytes, largest_bytes):
-        """Count a call measured elsewhere (the student's kernel, when the grader runs the test)."""
-        self.peak_bytes = max(self.peak_bytes, self.live_bytes + int(peak_bytes))
-        self.largest_bytes = max(self.largest_bytes, int(largest_bytes))
+        self._users = {}  # storage key -> [number of live tensors, bytes]
 
     def _release(self, key):
         entry = self._users.get(key)
@@ -66,7 +49,8 @@ class TensorMemory(TorchFunctionMode):
             self.live_bytes -= entry[1]
             del self._users[key]
 
-    def __torch_function__(self, func, types, args=(), kwargs=None):
+    def _count(self, func, args, kwargs):
+        """Run func(*args, **kwargs) and count every new storage among the tensors it returns."""
         known = {self._key(t) for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
         out = func(*args, **(kwargs or {}))
         for tensor in tree_leaves(out):
@@ -89,3 +73,30 @@ class TensorMemory(TorchFunctionMode):
     @staticmethod
     def _key(tensor):
         return (tensor.device.type, tensor.device.index, tensor.untyped_storage().data_ptr())
+
+
+class TensorMemory(StorageLedger, TorchFunctionMode):
+    """Peak and largest bytes of the tensors created inside a `with` block.
+
+    Tensors that existed before the block (inputs, weights) are not counted;
+    a view of one is free. Storages are counted once, while any tensor that
+    uses them is alive.
+    """
+
+    def __enter__(self):
+        self._reset()
+        _ACTIVE.append(self)
+        return super().__enter__()
+
+    def __exit__(self, *exc):
+        if self in _ACTIVE:
+            _ACTIVE.remove(self)
+        return super().__exit__(*exc)
+
+    def absorb(self, peak_bytes, largest_bytes):
+        """Count a call measured elsewhere (the student's kernel, when the grader runs the test)."""
+        self.peak_bytes = max(self.peak_bytes, self.live_bytes + int(peak_bytes))
+        self.largest_bytes = max(self.largest_bytes, int(largest_bytes))
+
+    def __torch_function__(self, func, types, args=(), kwargs=None):
+        return self._count(func, args, kwargs)
