@@ -1,14 +1,15 @@
 """Plain `nbgrader autograde` with the course's nbgrader_config.py: full marks, zero, something in between.
 
-The same verdict mechanism as `python -m autograder grade` without its sandbox (README). One lesson is
-enough here: every lesson is graded the sandboxed way in tests/lessons/test_grading.py.
+The same verdict mechanism as `python -m autograder grade` without its sandbox (README); shown on the
+small lesson of tiny_course (every real lesson is graded the sandboxed way in tests/lessons/test_grading.py,
+through the same GradingExecute).
 """
 import json
 import shutil
 
 from autograder.course import nbgrader_api
-from tests.autograder.hostile import QUICKEST
-from tests.nbtools import SOLUTIONS, fill_solutions, load, solution_ids
+from tests.autograder import tiny
+from tests.nbtools import fill_solutions, load, solution_ids
 
 
 def submit(course, lesson, student, nb):
@@ -29,12 +30,12 @@ def autograde_scores(course, lesson, students):
                 for s in students}
 
 
-def test_autograde_full_marks_zero_and_partial(released_course, tmp_path):
-    lesson = QUICKEST
+def test_autograde_full_marks_zero_and_partial(tiny_course, tmp_path):
+    lesson = tiny.LESSON
     course = tmp_path / "course"
-    shutil.copytree(released_course, course)
+    shutil.copytree(tiny_course, course)
     blank = load(course / "release" / lesson / f"{lesson}.ipynb")
-    solution = load(SOLUTIONS / f"{lesson}.ipynb")
+    solution = tiny.lesson()
     ids = solution_ids(solution)
     submit(course, lesson, "complete", fill_solutions(blank, solution))
     submit(course, lesson, "blank", blank)

@@ -18,8 +18,9 @@ import pytest
 
 from autograder import sandbox
 from autograder.grading import Limits, sandbox_settings
-from tests.prerequisites import require, why_no_full_sandbox
+from tests.autograder import tiny
 from tests.nbtools import REPO, SOLUTIONS, fill_solutions, load
+from tests.prerequisites import require, why_no_full_sandbox
 
 LESSON = "03_queries_keys_values"
 
@@ -335,24 +336,25 @@ def _course_with(released_course, root, students):
     course = root / "course"
     shutil.copytree(released_course, course)
     for student, nb in students.items():
-        folder = course / "submitted" / student / LESSON
+        folder = course / "submitted" / student / tiny.LESSON
         folder.mkdir(parents=True)
-        nbformat.write(nb, str(folder / f"{LESSON}.ipynb"))
+        nbformat.write(nb, str(folder / f"{tiny.LESSON}.ipynb"))
     return course
 
 
 def _grade(course, jobs):
-    run = subprocess.run([sys.executable, "-m", "autograder", "grade", LESSON, "--course", str(course),
+    run = subprocess.run([sys.executable, "-m", "autograder", "grade", tiny.LESSON, "--course", str(course),
                           "--jobs", str(jobs), "--memory-mb", "1500", "--nproc", "256"],
                          cwd=REPO, capture_output=True, text=True, timeout=600)
     assert run.returncode == 0, run.stdout + run.stderr
-    reports = {p.stem: json.loads(p.read_text()) for p in (course / "reports" / LESSON).glob("*.json")}
+    reports = {p.stem: json.loads(p.read_text()) for p in (course / "reports" / tiny.LESSON).glob("*.json")}
     return reports, run.stdout
 
 
-def test_a_hostile_kernel_leaves_the_victim_beside_it_with_its_grade(settings, released_course, tmp_path):
-    blank = load(released_course / "release" / LESSON / f"{LESSON}.ipynb")
-    victim = fill_solutions(blank, load(SOLUTIONS / f"{LESSON}.ipynb"))
+def test_a_hostile_kernel_leaves_the_victim_beside_it_with_its_grade(settings, tiny_course, tmp_path):
+    released_course = tiny_course  # the small lesson: the victim is graded while the hostile kernel runs
+    blank = load(released_course / "release" / tiny.LESSON / f"{tiny.LESSON}.ipynb")
+    victim = fill_solutions(blank, tiny.lesson())
     alone, _ = _grade(_course_with(released_course, tmp_path / "alone", {"victim": victim}), jobs=1)
     hostile = nbformat.reads(nbformat.writes(victim), as_version=4)
     first_code = next(i for i, c in enumerate(hostile.cells) if c.cell_type == "code" and c.get("id") != "colab-setup")
