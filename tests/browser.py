@@ -211,17 +211,20 @@ KERNEL_IDLE_JS = """() => {
 }"""
 
 
-def run_all_cells(page, timeout_s=600):
-    """Run > Run All Cells from the menu bar, then wait until every code cell has run, or one has failed
-    (JupyterLab stops a Run All at the first error; the rest never get a count).
-
-    Returns, per code cell, {"count": execution count, "errors": ["ename: evalue", ...]}.
-    """
+def start_run_all(page):
+    """Run > Run All Cells from the menu bar, once the notebook is shown and its kernel idle."""
     page.locator(".jp-Notebook .jp-Cell").first.wait_for(timeout=120_000)
     page.wait_for_function(KERNEL_IDLE_JS, timeout=180_000, polling=500)
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
-    # done: every code cell has an execution count (or one shows an error) and the kernel has stayed idle for 3 s
+
+
+def wait_run_all(page, timeout_s=600):
+    """Wait until every code cell has run, or one has failed (JupyterLab stops a Run All at the first error;
+    the rest never get a count), and the kernel has stayed idle for 3 s.
+
+    Returns, per code cell, {"count": execution count, "errors": ["ename: evalue", ...]}.
+    """
     deadline, idle_since = time.time() + timeout_s, None
     while time.time() < deadline:
         state = page.evaluate(CELL_STATE_JS)
@@ -235,6 +238,12 @@ def run_all_cells(page, timeout_s=600):
             return state["cells"]
         page.wait_for_timeout(500)
     raise TimeoutError(f"Run All Cells did not finish within {timeout_s} s: {state}")
+
+
+def run_all_cells(page, timeout_s=600):
+    """Run > Run All Cells and wait for it (start_run_all, then wait_run_all)."""
+    start_run_all(page)
+    return wait_run_all(page, timeout_s)
 
 
 # JavaScript: the explorers on the page. An explorer is an output that holds a widget with a slider or a

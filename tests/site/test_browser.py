@@ -51,8 +51,7 @@ def chromium(tmp_path_factory):
         yield context
 
 
-def run_notebook_and_explorers(server, context, url_path, shot_prefix, save_as=None):
-    """Run all, poke every explorer, and save (Ctrl+S) to `save_as` (a path in the server's root) if given."""
+def run_notebook_and_explorers(server, context, url_path, shot_prefix):
     page = context.new_page()
     console = b.ConsoleLog(page, server.app)
     try:
@@ -62,8 +61,6 @@ def run_notebook_and_explorers(server, context, url_path, shot_prefix, save_as=N
         tracebacks = [(i, e) for i, c in enumerate(cells) for e in c["errors"]]
         count, changed, problems = b.exercise_explorers(page, shot_prefix)
         page.screenshot(path=f"{shot_prefix}_end.png")
-        if save_as:
-            b.save_with_keyboard(page, server, save_as)
         return cells, tracebacks, count, changed, problems, console
     except Exception:
         page.screenshot(path=f"{shot_prefix}_FAILED.png")
@@ -79,22 +76,56 @@ def explorer_cells(lesson):
             if c.cell_type == "code" and "course_utils.explorers" in c.source]
 
 
+def _open_and_run(lab, chromium, released_course, lesson):
+    """Write the lesson's filled-in release copy, open it in a new page and start Run All; what the rest needs."""
+    filled = fill_solutions(load(released_course / "release" / lesson / f"{lesson}.ipynb"),
+                            load(SOLUTIONS / f"{lesson}.ipynb"))
+    nbformat.write(filled, str(lab.root / f"{lesson}.ipynb"))
+    page = chromium.new_page()
+    console = b.ConsoleLog(page, lab.app)
+    page.goto(lab.url(f"lab/tree/{lesson}.ipynb"))
+    b.start_run_all(page)
+    return dict(filled=filled, page=page, console=console)
+
+
+def _finish(lab, lesson, run, shots):
+    """Wait for the run, poke every explorer, save with Ctrl+S; what the tests check."""
+    page, console = run.pop("page"), run["console"]
+    try:
+        cells = b.wait_run_all(page)
+        page.screenshot(path=f"{shots}_after_run_all.png")
+        count, _changed, problems = b.exercise_explorers(page, shots)
+        page.screenshot(path=f"{shots}_end.png")
+        b.save_with_keyboard(page, lab, f"{lesson}.ipynb")
+        return dict(run, cells=cells, tracebacks=[(i, e) for i, c in enumerate(cells) for e in c["errors"]],
+                    count=count, problems=problems)
+    except Exception:
+        page.screenshot(path=f"{shots}_FAILED.png")
+        raise
+    finally:
+        console.write(f"{shots}_console.log")
+        page.close()
+
+
 @pytest.fixture(scope="module")
 def lab_runs(lab, chromium, artifacts, released_course):
-    """{lesson: what happened}: each lesson's filled-in release copy run, explored and saved in JupyterLab."""
+    """{lesson: what happened}: each lesson's filled-in release copy run, explored and saved in JupyterLab,
+    two lessons at a time (two pages, two kernels: one runs while the other is explored)."""
     runs = {}
-    for lesson in LESSONS:
-        filled = fill_solutions(load(released_course / "release" / lesson / f"{lesson}.ipynb"),
-                                load(SOLUTIONS / f"{lesson}.ipynb"))
-        name = f"{lesson}.ipynb"
-        nbformat.write(filled, str(lab.root / name))
-        try:
-            cells, tracebacks, count, changed, problems, console = run_notebook_and_explorers(
-                lab, chromium, f"lab/tree/{name}", str(artifacts / f"lab_{lesson}"), save_as=name)
-            runs[lesson] = dict(filled=filled, cells=cells, tracebacks=tracebacks, count=count, problems=problems,
-                                console=console, saved=load(lab.root / name))
-        except Exception as e:  # noqa: BLE001: this lesson's test reports it; the others still run
-            runs[lesson] = dict(error=e)
+    for pair in (LESSONS[i:i + 2] for i in range(0, len(LESSONS), 2)):
+        started = {}
+        for lesson in pair:
+            try:
+                started[lesson] = _open_and_run(lab, chromium, released_course, lesson)
+            except Exception as e:  # noqa: BLE001: this lesson's test reports it; the others still run
+                runs[lesson] = dict(error=e)
+        for lesson, run in started.items():
+            try:
+                runs[lesson] = _finish(lab, lesson, run, str(artifacts / f"lab_{lesson}"))
+                runs[lesson]["saved"] = load(lab.root / f"{lesson}.ipynb")
+            except Exception as e:  # noqa: BLE001
+                runs[lesson] = dict(error=e)
+        lab.shutdown_kernels()
     return runs
 
 
