@@ -34,7 +34,7 @@ def test_test_cell_has_hidden_tests(lesson, test_id):
 # the graded test cells each lesson must keep (a renamed or lost grade_id breaks grading)
 EXPECTED_TEST_CELLS = {
     "01_seq2seq_bottleneck": ["test_encoder", "test_decoder_step", "test_seq2seq_forward", "test_sequence_loss",
-                              "test_greedy_decode", "test_concepts"],
+                              "test_greedy_decode", "test_beam_search", "test_concepts"],
     "02_bahdanau_attention": ["test_additive_score", "test_attention_weights", "test_attend", "test_bahdanau_decoder",
                               "test_dot_score", "test_general_score", "test_concepts"],
     "03_queries_keys_values": ["test_softmax", "test_attention_np", "test_attention_torch", "test_self_attention",
@@ -46,7 +46,8 @@ EXPECTED_TEST_CELLS = {
     "06_positional_encoding": ["test_sinusoidal", "test_concept_wavelength", "test_positional_encoding_module",
                                "test_shift_matrix", "test_concept_new_positions"],
     "07_transformer": ["test_feed_forward", "test_encoder_block", "test_decoder_block", "test_transformer",
-                       "test_greedy_decode", "test_tiny_gpt", "test_next_token_loss", "test_sample"],
+                       "test_greedy_decode", "test_tiny_gpt", "test_next_token_loss", "test_sample",
+                       "test_top_k", "test_top_p"],
     "08_fast_attention": ["test_causal_mask", "test_kv_cache", "test_cached_self_attention",
                           "test_online_softmax_update", "test_tiled_attention", "test_grouped_query_attention",
                           "test_rope", "test_sliding_window_mask"],

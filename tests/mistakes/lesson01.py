@@ -4,6 +4,85 @@
 LESSON = "01_seq2seq_bottleneck"
 
 
+_BEAM = """
+    @torch.no_grad()
+    def beam_search(model, src, src_lengths, max_len, beam_size=4, alpha=1.0):
+        B, K, device = src.shape[0], beam_size, src.device
+        _, context = model.encoder(src, src_lengths)
+        context = context.repeat_interleave(K, dim=0)
+        hidden = context
+        token = torch.full((B * K,), BOS, dtype=torch.long, device=device)
+        score = torch.full((B, K), float("-inf"), device=device)
+        score[:, 0] = 0.0
+        prefixes = torch.zeros(B, K, 0, dtype=torch.long, device=device)
+        best_score = torch.full((B,), float("-inf"), device=device)
+        best = torch.full((B, max_len), PAD, dtype=torch.long, device=device)
+        best_length = torch.zeros(B, dtype=torch.long, device=device)
+        rows = torch.arange(B, device=device)
+        for step in range(1, max_len + 1):
+            logits, hidden = model.decoder.step(token, hidden, context)
+            log_probs = torch.log_softmax(logits.float(), dim=-1).view(B, K, -1)
+            V = log_probs.shape[-1]
+            top, index = (score.unsqueeze(-1) + log_probs).view(B, K * V).topk(K, dim=-1)
+            parent, token = index // V, index % V
+            prefixes = torch.cat([prefixes.gather(1, parent[..., None].expand(-1, -1, step - 1)), token[..., None]], -1)
+            hidden = hidden.view(B, K, -1).gather(1, parent[..., None].expand(-1, -1, hidden.shape[-1])).view(B * K, -1)
+            ended = (token == EOS) & torch.isfinite(top)
+            normalised = (top / ((5 + step) / 6) ** alpha).masked_fill(~ended, float("-inf"))
+            row_best, k_best = normalised.max(dim=-1)
+            better = row_best > best_score
+            best_score = torch.where(better, row_best, best_score)
+            best_length = torch.where(better, torch.full_like(best_length, step), best_length)
+            finished_now = torch.cat([prefixes[rows, k_best], best.new_full((B, max_len - step), PAD)], dim=-1)
+            best = torch.where(better[:, None], finished_now, best)
+            score = top.masked_fill(token == EOS, float("-inf"))
+            token = token.view(-1)
+            if not torch.isfinite(score).any():
+                break
+        unfinished = torch.isinf(best_score)
+        if unfinished.any():
+            live = prefixes[rows, score.argmax(dim=-1)]
+            best[unfinished], best_length[unfinished] = live[unfinished], prefixes.shape[-1]
+        return best[:, :int(best_length.max())]
+"""
+
+_PER_ROW = """
+    @torch.no_grad()
+    def beam_search(model, src, src_lengths, max_len, beam_size=4, alpha=1.0):
+        results = []
+        for r in range(src.shape[0]):
+            _, context = model.encoder(src[r:r + 1], src_lengths[r:r + 1])
+            beam = [([], 0.0, context)]                   # (tokens, log-probability, hidden state)
+            finished = []
+            for step in range(1, max_len + 1):
+                candidates = []
+                for tokens, score, hidden in beam:
+                    previous = torch.tensor([tokens[-1] if tokens else BOS])
+                    logits, new_hidden = model.decoder.step(previous, hidden, context)
+                    log_probs = torch.log_softmax(logits[0], dim=-1)
+                    for t in range(log_probs.shape[0]):
+                        candidates.append((score + log_probs[t].item(), tokens + [t], new_hidden))
+                candidates.sort(key=lambda c: c[0], reverse=True)
+                beam = []
+                for score, tokens, hidden in candidates[:beam_size]:
+                    if tokens[-1] == EOS:
+                        finished.append((score / ((5 + len(tokens)) / 6) ** alpha, tokens))
+                    else:
+                        beam.append((tokens, score, hidden))
+                if not beam:
+                    break
+            best = max(finished)[1] if finished else max(beam, key=lambda h: h[1])[0]
+            results.append(best)
+        width = max(len(t) for t in results)
+        return torch.tensor([t + [PAD] * (width - len(t)) for t in results], dtype=torch.long)
+"""
+
+
+def _swap(source, old, new):
+    assert old in source, old
+    return source.replace(old, new)
+
+
 ALTERNATIVES = {
     "encoder with pack_padded_sequence": ("test_encoder", """
         class Encoder(Encoder):
@@ -72,6 +151,46 @@ ALTERNATIVES = {
                 done = done | (token == EOS)
             return torch.stack(out, 1)
     """),
+    "beam search row by row in Python lists": ("test_beam_search", _PER_ROW),
+    "beam search in float64 keeping finished hypotheses in a list per row": ("test_beam_search", """
+        @torch.no_grad()
+        def beam_search(model, src, src_lengths, max_len, beam_size=4, alpha=1.0):
+            B, K = src.shape[0], beam_size
+            _, context = model.encoder(src, src_lengths)
+            context = context.repeat_interleave(K, 0)
+            hidden = context
+            tokens = torch.full((B * K, 1), BOS, dtype=torch.long)
+            scores = torch.tensor([0.0] + [float("-inf")] * (K - 1), dtype=torch.float64).repeat(B, 1)
+            finished = [[] for _ in range(B)]
+            for step in range(max_len):
+                logits, hidden = model.decoder.step(tokens[:, -1], hidden, context)
+                total = scores[..., None] + torch.log_softmax(logits.double(), -1).view(B, K, -1)
+                flat = total.view(B, -1)
+                top = flat.topk(K, dim=-1)
+                V = total.shape[-1]
+                chosen = (torch.arange(B)[:, None] * K + top.indices // V).view(-1)
+                tokens = torch.cat([tokens[chosen], (top.indices % V).view(-1, 1)], 1)
+                hidden = hidden[chosen]
+                scores = top.values.clone()
+                for b in range(B):
+                    for k in range(K):
+                        if tokens[b * K + k, -1] == EOS and scores[b, k] > float("-inf"):
+                            n = tokens.shape[1] - 1
+                            finished[b].append((scores[b, k].item() / ((5 + n) / 6) ** alpha, tokens[b * K + k, 1:].tolist()))
+                            scores[b, k] = float("-inf")
+                if torch.isinf(scores).all():
+                    break
+            out = []
+            for b in range(B):
+                if finished[b]:
+                    out.append(max(finished[b], key=lambda f: f[0])[1])
+                else:
+                    out.append(tokens[b * K + int(scores[b].argmax()), 1:].tolist())
+            width = max(map(len, out))
+            return torch.tensor([o + [PAD] * (width - len(o)) for o in out])
+    """),
+    "beam search that returns max_len columns": ("test_beam_search", _swap(
+        _BEAM, "return best[:, :int(best_length.max())]", "return best")),
 }
 
 
@@ -267,4 +386,87 @@ MISTAKES = {
             __hash__ = str.__hash__
         reverse_answer = _Liar("a")
     """),
+    "beam comparing unnormalised scores": ("test_beam_search", _swap(
+        _BEAM, "normalised = (top / ((5 + step) / 6) ** alpha)", "normalised = top")),
+    "beam returning the first hypothesis to finish": ("test_beam_search", _swap(
+        _BEAM, "better = row_best > best_score", "better = (row_best > float('-inf')) & torch.isinf(best_score)")),
+    "length penalty counting the tokens without <eos>": ("test_beam_search", _swap(
+        _BEAM, "((5 + step) / 6) ** alpha", "((4 + step) / 6) ** alpha")),
+    "length penalty counting <bos> too": ("test_beam_search", _swap(
+        _BEAM, "((5 + step) / 6) ** alpha", "((6 + step) / 6) ** alpha")),
+    "length penalty: divided by the length": ("test_beam_search", _swap(
+        _BEAM, "((5 + step) / 6) ** alpha", "step")),
+    "length penalty: divided by the length to the power alpha": ("test_beam_search", _swap(
+        _BEAM, "((5 + step) / 6) ** alpha", "step ** alpha")),
+    "length penalty without alpha": ("test_beam_search", _swap(
+        _BEAM, "((5 + step) / 6) ** alpha", "((5 + step) / 6)")),
+    "length penalty multiplied": ("test_beam_search", _swap(
+        _BEAM, "(top / ((5 + step) / 6) ** alpha)", "(top * ((5 + step) / 6) ** alpha)")),
+    "finished hypotheses extended past <eos>": ("test_beam_search", _swap(
+        _BEAM, 'score = top.masked_fill(token == EOS, float("-inf"))', "score = top")),
+    "finished hypotheses kept in the beam and extended (recorded once, at their first <eos>)": ("test_beam_search", _swap(_swap(
+        _BEAM, 'score = top.masked_fill(token == EOS, float("-inf"))', "score = top"),
+        "ended = (token == EOS) & torch.isfinite(top)",
+        "ended = (token == EOS) & torch.isfinite(top) & ((prefixes == EOS).sum(-1) == 1)")),
+    "every hypothesis extended, the best picked at the end and cut at its first <eos>": ("test_beam_search", """
+        @torch.no_grad()
+        def beam_search(model, src, src_lengths, max_len, beam_size=4, alpha=1.0):
+            B, K = src.shape[0], beam_size
+            _, context = model.encoder(src, src_lengths)
+            context = context.repeat_interleave(K, dim=0)
+            hidden, token = context, torch.full((B * K,), BOS, dtype=torch.long)
+            score = torch.full((B, K), float("-inf"))
+            score[:, 0] = 0.0
+            prefixes = torch.zeros(B, K, 0, dtype=torch.long)
+            for step in range(1, max_len + 1):
+                logits, hidden = model.decoder.step(token, hidden, context)
+                log_probs = torch.log_softmax(logits, dim=-1).view(B, K, -1)
+                V = log_probs.shape[-1]
+                score, index = (score.unsqueeze(-1) + log_probs).view(B, K * V).topk(K, dim=-1)
+                parent, token = index // V, index % V
+                prefixes = torch.cat([prefixes.gather(1, parent[..., None].expand(-1, -1, step - 1)), token[..., None]], -1)
+                hidden = hidden.view(B, K, -1).gather(1, parent[..., None].expand(-1, -1, hidden.shape[-1])).view(B * K, -1)
+                token = token.view(-1)
+            out = prefixes[torch.arange(B), (score / ((5 + max_len) / 6) ** alpha).argmax(-1)]
+            after = (out == EOS).long().cumsum(-1) - (out == EOS).long() > 0
+            return out.masked_fill(after, PAD)
+    """),
+    "every beam starting from <bos> (copies of one hypothesis fill the beam)": ("test_beam_search", _swap(
+        _BEAM, "score = torch.full((B, K), float(\"-inf\"), device=device)\n        score[:, 0] = 0.0",
+        "score = torch.zeros(B, K, device=device)")),
+    "top-k over the whole batch instead of each row": ("test_beam_search", """
+        @torch.no_grad()
+        def beam_search(model, src, src_lengths, max_len, beam_size=4, alpha=1.0):
+            B = src.shape[0]
+            K = B * beam_size                     # one beam shared by every row
+            _, context = model.encoder(src, src_lengths)
+            context = context.repeat_interleave(beam_size, dim=0)
+            hidden, token = context, torch.full((K,), BOS, dtype=torch.long)
+            owner = torch.arange(B).repeat_interleave(beam_size)
+            score = torch.full((K,), float("-inf"))
+            score[::beam_size] = 0.0
+            prefixes = torch.zeros(K, 0, dtype=torch.long)
+            best_score, best = [float("-inf")] * B, [None] * B
+            for step in range(1, max_len + 1):
+                logits, hidden = model.decoder.step(token, hidden, context)
+                log_probs = torch.log_softmax(logits, dim=-1)
+                V = log_probs.shape[-1]
+                top, index = (score[:, None] + log_probs).view(-1).topk(K)
+                parent, token = index // V, index % V
+                prefixes = torch.cat([prefixes[parent], token[:, None]], -1)
+                hidden, context, owner = hidden[parent], context[parent], owner[parent]
+                for k in range(K):
+                    if token[k] == EOS and torch.isfinite(top[k]):
+                        s = top[k].item() / ((5 + step) / 6) ** alpha
+                        if s > best_score[owner[k]]:
+                            best_score[owner[k]], best[owner[k]] = s, prefixes[k].tolist()
+                score = top.masked_fill(token == EOS, float("-inf"))
+                if not torch.isfinite(score).any():
+                    break
+            best = [b if b is not None else prefixes[0].tolist() for b in best]
+            width = max(len(b) for b in best)
+            return torch.tensor([b + [PAD] * (width - len(b)) for b in best])
+    """),
+    "nothing returned for a row in which no hypothesis finished": ("test_beam_search", _swap(
+        _BEAM, "if unfinished.any():", "if False:")),
 }

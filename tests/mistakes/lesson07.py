@@ -110,6 +110,24 @@ def _swap(source, old, new):
     return source.replace(old, new)
 
 
+_TOP_K = """
+    def top_k_probabilities(logits, k, temperature=1.0):
+        scaled = logits / temperature
+        kth_largest = scaled.topk(k, dim=-1).values[:, -1:]
+        return torch.softmax(scaled.masked_fill(scaled < kth_largest, float("-inf")), dim=-1)
+"""
+
+_TOP_P = """
+    def top_p_probabilities(logits, p, temperature=1.0):
+        probabilities = torch.softmax(logits / temperature, dim=-1)
+        sorted_probabilities, order = probabilities.sort(dim=-1, descending=True)
+        mass_before = sorted_probabilities.cumsum(dim=-1) - sorted_probabilities
+        keep = torch.zeros_like(probabilities, dtype=torch.bool).scatter(-1, order, mass_before < p)
+        kept = probabilities * keep
+        return kept / kept.sum(dim=-1, keepdim=True)
+"""
+
+
 MISTAKES = {
     # FeedForward
     "feed-forward without the non-linearity": ("test_feed_forward", """
@@ -323,6 +341,72 @@ MISTAKES = {
     "generator ignored": ("test_sample", _swap(_SAMPLE, ", generator=generator)", ")")),
     "sampling from the first position": ("test_sample", _swap(
         _SAMPLE, "logits = model(ids)[:, -1] / temperature", "logits = model(ids)[:, 0] / temperature")),
+    # top_k_probabilities
+    "top-k keeping k + 1 tokens": ("test_top_k", _swap(
+        _TOP_K, "scaled.topk(k, dim=-1).values[:, -1:]", "scaled.topk(min(k + 1, scaled.shape[-1]), dim=-1).values[:, -1:]")),
+    "top-k keeping k - 1 tokens": ("test_top_k", _swap(
+        _TOP_K, "scaled.masked_fill(scaled < kth_largest", "scaled.masked_fill(scaled <= kth_largest")),
+    "top-k not renormalised": ("test_top_k", """
+        def top_k_probabilities(logits, k, temperature=1.0):
+            probabilities = torch.softmax(logits / temperature, dim=-1)
+            kth_largest = probabilities.topk(k, dim=-1).values[:, -1:]
+            return probabilities * (probabilities >= kth_largest)
+    """),
+    "top-k with the temperature ignored": ("test_top_k", _swap(
+        _TOP_K, "scaled = logits / temperature", "scaled = logits")),
+    "top-k with the temperature multiplied": ("test_top_k", _swap(
+        _TOP_K, "scaled = logits / temperature", "scaled = logits * temperature")),
+    "top-k probabilities left in sorted order": ("test_top_k", """
+        def top_k_probabilities(logits, k, temperature=1.0):
+            values = (logits / temperature).sort(dim=-1, descending=True).values
+            values[:, k:] = float("-inf")
+            return torch.softmax(values, dim=-1)
+    """),
+    "top-k cut to zero logits instead of -inf": ("test_top_k", _swap(
+        _TOP_K, 'scaled < kth_largest, float("-inf")', "scaled < kth_largest, 0.0")),
+    "top-k over the whole batch instead of each row": ("test_top_k", """
+        def top_k_probabilities(logits, k, temperature=1.0):
+            scaled = logits / temperature
+            kth_largest = scaled.flatten().topk(k).values[-1]
+            return torch.softmax(scaled.masked_fill(scaled < kth_largest, float("-inf")), dim=-1)
+    """),
+    "top-k changing the logits in place": ("test_top_k", """
+        def top_k_probabilities(logits, k, temperature=1.0):
+            logits /= temperature
+            kth_largest = logits.topk(k, dim=-1).values[:, -1:]
+            return torch.softmax(logits.masked_fill(logits < kth_largest, float("-inf")), dim=-1)
+    """),
+    # top_p_probabilities
+    "top-p dropping the token that crosses p": ("test_top_p", _swap(
+        _TOP_P, "mass_before < p", "sorted_probabilities.cumsum(dim=-1) < p")),
+    "top-p keeping one token too many": ("test_top_p", _swap(
+        _TOP_P, "mass_before < p", "(mass_before - sorted_probabilities.roll(1, -1) * (mass_before > 0)) < p")),
+    "top-p choosing the nucleus before the temperature": ("test_top_p", _swap(
+        _TOP_P, "sorted_probabilities, order = probabilities.sort(dim=-1, descending=True)",
+        "sorted_probabilities, order = torch.softmax(logits, dim=-1).sort(dim=-1, descending=True)")),
+    "top-p not renormalised": ("test_top_p", _swap(
+        _TOP_P, "return kept / kept.sum(dim=-1, keepdim=True)", "return kept")),
+    "top-p with running sums in vocabulary order (no sort)": ("test_top_p", """
+        def top_p_probabilities(logits, p, temperature=1.0):
+            probabilities = torch.softmax(logits / temperature, dim=-1)
+            keep = (probabilities.cumsum(dim=-1) - probabilities) < p
+            kept = probabilities * keep
+            return kept / kept.sum(dim=-1, keepdim=True)
+    """),
+    "top-p sorted from the least likely up": ("test_top_p", _swap(
+        _TOP_P, "probabilities.sort(dim=-1, descending=True)", "probabilities.sort(dim=-1)")),
+    "top-p left in sorted order": ("test_top_p", """
+        def top_p_probabilities(logits, p, temperature=1.0):
+            sorted_probabilities = torch.softmax(logits / temperature, dim=-1).sort(dim=-1, descending=True).values
+            kept = sorted_probabilities * ((sorted_probabilities.cumsum(dim=-1) - sorted_probabilities) < p)
+            return kept / kept.sum(dim=-1, keepdim=True)
+    """),
+    "top-p keeping the tokens with probability at least p": ("test_top_p", """
+        def top_p_probabilities(logits, p, temperature=1.0):
+            probabilities = torch.softmax(logits / temperature, dim=-1)
+            kept = probabilities * (probabilities >= probabilities.max(dim=-1, keepdim=True).values * (1 - p))
+            return kept / kept.sum(dim=-1, keepdim=True)
+    """),
 }
 
 ALTERNATIVES = {
@@ -424,4 +508,52 @@ ALTERNATIVES = {
         _SAMPLE, "next_token = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)",
         "probs = torch.softmax(logits.double(), dim=-1)\n"
         "            next_token = torch.multinomial(probs, num_samples=1, replacement=True, generator=generator)")),
+    "top-k by scattering the k largest into zeros (exactly k on ties), float64": ("test_top_k", """
+        def top_k_probabilities(logits, k, temperature=1.0):
+            values, indices = (logits.double() / temperature).topk(k, dim=-1)
+            kept = torch.zeros(logits.shape, dtype=torch.float64).scatter(-1, indices, torch.softmax(values, dim=-1))
+            return kept.float()
+    """),
+    "top-k row by row with a sort": ("test_top_k", """
+        def top_k_probabilities(logits, k, temperature=1.0):
+            rows = []
+            for row in logits:
+                probabilities = torch.softmax(row / temperature, dim=0)
+                threshold = probabilities.sort(descending=True).values[k - 1]
+                kept = torch.where(probabilities >= threshold, probabilities, torch.zeros_like(probabilities))
+                rows.append(kept / kept.sum())
+            return torch.stack(rows)
+    """),
+    "top-p without a sort (the mass of the more likely tokens, ties kept together)": ("test_top_p", """
+        def top_p_probabilities(logits, p, temperature=1.0):
+            probabilities = torch.softmax(logits / temperature, dim=-1)
+            more_likely = probabilities.unsqueeze(-2) > probabilities.unsqueeze(-1)    # [b, i, j]: token j beats i
+            mass_before = (probabilities.unsqueeze(-2) * more_likely).sum(-1)
+            kept = torch.where(mass_before < p, probabilities, torch.zeros_like(probabilities))
+            return kept / kept.sum(dim=-1, keepdim=True)
+    """),
+    "top-p as filtered logits, sorted ascending (the way Hugging Face's warper does it)": ("test_top_p", """
+        def top_p_probabilities(logits, p, temperature=1.0):
+            scaled = logits / temperature
+            sorted_logits, order = torch.sort(scaled, descending=False)
+            cumulative = sorted_logits.softmax(dim=-1).cumsum(dim=-1)
+            remove_sorted = cumulative <= (1 - p)
+            remove_sorted[..., -1:] = False
+            remove = remove_sorted.scatter(1, order, remove_sorted)
+            return torch.softmax(scaled.masked_fill(remove, float("-inf")), dim=-1)
+    """),
+    "top-p row by row in Python, float64": ("test_top_p", """
+        def top_p_probabilities(logits, p, temperature=1.0):
+            out = torch.zeros(logits.shape, dtype=torch.float64)
+            for b, row in enumerate(logits.double()):
+                probabilities = torch.softmax(row / temperature, dim=0)
+                total = 0.0
+                for index in probabilities.argsort(descending=True).tolist():
+                    out[b, index] = probabilities[index]
+                    total += probabilities[index].item()
+                    if total >= p:
+                        break
+                out[b] /= out[b].sum()
+            return out
+    """),
 }

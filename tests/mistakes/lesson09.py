@@ -89,21 +89,21 @@ ALTERNATIVES = {
     "FlashAttention that checks needs_input_grad, flash_attention with keyword arguments": ("test_flash_attention", """
         class FlashAttention(torch.autograd.Function):
             @staticmethod
-            def forward(ctx, q, k, v, causal=False):
-                out, lse = flash_forward(q, k, v, causal=causal)
+            def forward(ctx, q, k, v, causal=False, block_q=64, block_k=64):
+                out, lse = flash_forward(q, k, v, causal=causal, block_q=block_q, block_k=block_k)
                 ctx.save_for_backward(q, k, v, out, lse)
-                ctx.causal = causal
+                ctx.options = dict(causal=causal, block_q=block_q, block_k=block_k)
                 return out
 
             @staticmethod
             def backward(ctx, grad_o):
                 q, k, v, out, lse = ctx.saved_tensors
-                grads = flash_backward(q, k, v, out, lse, grad_o.contiguous(), causal=ctx.causal)
-                return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad)) + (None,)
+                grads = flash_backward(q, k, v, out, lse, grad_o.contiguous(), **ctx.options)
+                return tuple(g if need else None for g, need in zip(grads, ctx.needs_input_grad)) + (None,) * 3
 
 
-        def flash_attention(q, k, v, causal=False):
-            return FlashAttention.apply(q, k, v, causal)
+        def flash_attention(q, k, v, causal=False, block_q=64, block_k=64):
+            return FlashAttention.apply(q, k, v, causal, block_q, block_k)
     """),
     "left_pad with pad_sequence on flipped prompts": ("test_left_pad", """
         def left_pad(prompts, pad_id=0):
@@ -288,49 +288,50 @@ MISTAKES = {
             L_q, L_k = q.shape[2], k.shape[2]
             return _backward_variant(q, k, v, o, lse, grad_o, causal, L_q, L_k)
     """),
-    "FlashAttention.backward returns three gradients for four inputs": ("test_flash_attention", """
+    "FlashAttention.backward returns three gradients for six inputs": ("test_flash_attention", """
         class FlashAttention(torch.autograd.Function):
             @staticmethod
-            def forward(ctx, q, k, v, causal=False):
-                o, lse = flash_forward(q, k, v, causal)
+            def forward(ctx, q, k, v, causal=False, block_q=64, block_k=64):
+                o, lse = flash_forward(q, k, v, causal, block_q, block_k)
                 ctx.save_for_backward(q, k, v, o, lse)
-                ctx.causal = causal
+                ctx.causal, ctx.blocks = causal, (block_q, block_k)
                 return o
 
             @staticmethod
             def backward(ctx, grad_o):
                 q, k, v, o, lse = ctx.saved_tensors
-                return flash_backward(q, k, v, o, lse, grad_o, ctx.causal)
+                return flash_backward(q, k, v, o, lse, grad_o, ctx.causal, *ctx.blocks)
 
 
-        def flash_attention(q, k, v, causal=False):
-            return FlashAttention.apply(q, k, v, causal)
+        def flash_attention(q, k, v, causal=False, block_q=64, block_k=64):
+            return FlashAttention.apply(q, k, v, causal, block_q, block_k)
     """),
     "FlashAttention.backward drops the causal mask": ("test_flash_attention", """
         class FlashAttention(torch.autograd.Function):
             @staticmethod
-            def forward(ctx, q, k, v, causal=False):
-                o, lse = flash_forward(q, k, v, causal)
+            def forward(ctx, q, k, v, causal=False, block_q=64, block_k=64):
+                o, lse = flash_forward(q, k, v, causal, block_q, block_k)
                 ctx.save_for_backward(q, k, v, o, lse)
+                ctx.blocks = (block_q, block_k)
                 return o
 
             @staticmethod
             def backward(ctx, grad_o):
                 q, k, v, o, lse = ctx.saved_tensors
-                return (*flash_backward(q, k, v, o, lse, grad_o), None)
+                return (*flash_backward(q, k, v, o, lse, grad_o, False, *ctx.blocks), None, None, None)
 
 
-        def flash_attention(q, k, v, causal=False):
-            return FlashAttention.apply(q, k, v, causal)
+        def flash_attention(q, k, v, causal=False, block_q=64, block_k=64):
+            return FlashAttention.apply(q, k, v, causal, block_q, block_k)
     """),
     "flash_attention lets autograd differentiate the tiled loops (saves every tile)": ("test_flash_attention", """
-        def flash_attention(q, k, v, causal=False):
-            return flash_forward(q, k, v, causal)[0]
+        def flash_attention(q, k, v, causal=False, block_q=64, block_k=64):
+            return flash_forward(q, k, v, causal, block_q, block_k)[0]
     """),
     "FlashAttention saves the full weights and differentiates them": ("test_flash_attention", """
         class FlashAttention(torch.autograd.Function):
             @staticmethod
-            def forward(ctx, q, k, v, causal=False):
+            def forward(ctx, q, k, v, causal=False, block_q=64, block_k=64):
                 L_q, L_k = q.shape[2], k.shape[2]
                 scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
                 if causal:
@@ -344,11 +345,11 @@ MISTAKES = {
                 q, k, v, p = ctx.saved_tensors
                 dp = grad_o @ v.transpose(-2, -1)
                 ds = p * (dp - (p * dp).sum(-1, keepdim=True)) / math.sqrt(q.shape[-1])
-                return ds @ k, ds.transpose(-2, -1) @ q, p.transpose(-2, -1) @ grad_o, None
+                return ds @ k, ds.transpose(-2, -1) @ q, p.transpose(-2, -1) @ grad_o, None, None, None
 
 
-        def flash_attention(q, k, v, causal=False):
-            return FlashAttention.apply(q, k, v, causal)
+        def flash_attention(q, k, v, causal=False, block_q=64, block_k=64):
+            return FlashAttention.apply(q, k, v, causal, block_q, block_k)
     """),
     "left_pad counts positions from the padding (column numbers)": ("test_left_pad", """
         _right_left_pad = left_pad
