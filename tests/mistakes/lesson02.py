@@ -17,7 +17,7 @@ MISTAKES = {
             scores.masked_fill_(~mask, float("-inf"))
             return torch.softmax(scores, dim=-1).nan_to_num(0.0)
     """),
-    # charged once (tests/test_mistakes.py checks that each mistake fails its own test cell only)
+    # charged once (tests/lessons/test_mistakes.py checks that each mistake fails its own test cell only)
     "attention_weights with the softmax over the queries": ("test_attention_weights", """
         def attention_weights(scores, mask=None):
             return torch.softmax(scores, dim=1)
