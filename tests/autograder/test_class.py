@@ -214,6 +214,8 @@ def test_patched_checks_change_no_verdict_and_cost_no_honest_point(graded):
 
 @pytest.mark.parametrize("student", sorted(KERNEL_PATCHES) + ["thief"])
 def test_a_patch_in_the_kernel_earns_exactly_what_its_honest_twin_earns(graded, student):
+    if student == "thief":  # without bubblewrap it reads the whole machine, and its kernel runs out of memory
+        require(why_no_full_sandbox())
     twin, r = graded["results"]["honest_twin"], graded["results"][student]
     assert 0 < twin.score < twin.max_score, twin
     assert (r.status, r.score, r.max_score) == ("graded", twin.score, twin.max_score), r
