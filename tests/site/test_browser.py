@@ -51,52 +51,30 @@ def chromium(tmp_path_factory):
         yield context
 
 
-def run_notebook_and_explorers(server, context, url_path, shot_prefix):
-    page = context.new_page()
-    console = b.ConsoleLog(page, server.app)
-    try:
-        page.goto(server.url(url_path))
-        cells = b.run_all_cells(page)
-        page.screenshot(path=f"{shot_prefix}_after_run_all.png")
-        tracebacks = [(i, e) for i, c in enumerate(cells) for e in c["errors"]]
-        count, changed, problems = b.exercise_explorers(page, shot_prefix)
-        page.screenshot(path=f"{shot_prefix}_end.png")
-        return cells, tracebacks, count, changed, problems, console
-    except Exception:
-        page.screenshot(path=f"{shot_prefix}_FAILED.png")
-        raise
-    finally:
-        console.write(f"{shot_prefix}_console.log")
-        page.close()
-        server.shutdown_kernels()
-
-
 def explorer_cells(lesson):
     return [c for c in load(SOLUTIONS / f"{lesson}.ipynb").cells
             if c.cell_type == "code" and "course_utils.explorers" in c.source]
 
 
-def _open_and_run(lab, chromium, released_course, lesson):
-    """Write the lesson's filled-in release copy, open it in a new page and start Run All; what the rest needs."""
-    filled = fill_solutions(load(released_course / "release" / lesson / f"{lesson}.ipynb"),
-                            load(SOLUTIONS / f"{lesson}.ipynb"))
-    nbformat.write(filled, str(lab.root / f"{lesson}.ipynb"))
+def _open_and_run(server, chromium, url_path):
+    """Open a notebook in a new page and start Run All; what _finish needs."""
     page = chromium.new_page()
-    console = b.ConsoleLog(page, lab.app)
-    page.goto(lab.url(f"lab/tree/{lesson}.ipynb"))
+    console = b.ConsoleLog(page, server.app)
+    page.goto(server.url(url_path))
     b.start_run_all(page)
-    return dict(filled=filled, page=page, console=console)
+    return dict(page=page, console=console)
 
 
-def _finish(lab, lesson, run, shots):
-    """Wait for the run, poke every explorer, save with Ctrl+S; what the tests check."""
+def _finish(server, run, shots, save_as=None):
+    """Wait for the run, poke every explorer, save with Ctrl+S to `save_as` if given; what the tests check."""
     page, console = run.pop("page"), run["console"]
     try:
         cells = b.wait_run_all(page)
         page.screenshot(path=f"{shots}_after_run_all.png")
         count, _changed, problems = b.exercise_explorers(page, shots)
         page.screenshot(path=f"{shots}_end.png")
-        b.save_with_keyboard(page, lab, f"{lesson}.ipynb")
+        if save_as:
+            b.save_with_keyboard(page, server, save_as)
         return dict(run, cells=cells, tracebacks=[(i, e) for i, c in enumerate(cells) for e in c["errors"]],
                     count=count, problems=problems)
     except Exception:
@@ -116,12 +94,15 @@ def lab_runs(lab, chromium, artifacts, released_course):
         started = {}
         for lesson in pair:
             try:
-                started[lesson] = _open_and_run(lab, chromium, released_course, lesson)
+                filled = fill_solutions(load(released_course / "release" / lesson / f"{lesson}.ipynb"),
+                                        load(SOLUTIONS / f"{lesson}.ipynb"))
+                nbformat.write(filled, str(lab.root / f"{lesson}.ipynb"))
+                started[lesson] = dict(_open_and_run(lab, chromium, f"lab/tree/{lesson}.ipynb"), filled=filled)
             except Exception as e:  # noqa: BLE001: this lesson's test reports it; the others still run
                 runs[lesson] = dict(error=e)
         for lesson, run in started.items():
             try:
-                runs[lesson] = _finish(lab, lesson, run, str(artifacts / f"lab_{lesson}"))
+                runs[lesson] = _finish(lab, run, str(artifacts / f"lab_{lesson}"), save_as=f"{lesson}.ipynb")
                 runs[lesson]["saved"] = load(lab.root / f"{lesson}.ipynb")
             except Exception as e:  # noqa: BLE001
                 runs[lesson] = dict(error=e)
@@ -166,12 +147,12 @@ def test_a_lesson_runs_in_notebook7_and_its_explorer_responds(tmp_path, chromium
     root = tmp_path / "root"
     b.copy_tree([SOLUTIONS / f"{lesson}.ipynb"], root)
     with b.jupyter_server("notebook", root, tmp_path, artifacts / "notebook7-server.log") as server:
-        cells, tracebacks, count, changed, problems, console = run_notebook_and_explorers(
-            server, chromium, f"notebooks/{lesson}.ipynb", str(artifacts / f"nb7_{lesson}"))
-    assert not tracebacks, f"{lesson}: cells show tracebacks in Notebook 7: {tracebacks}"
-    assert count >= len(explorer_cells(lesson)) >= 1, f"{lesson}: no explorer rendered in Notebook 7"
-    assert not problems, f"{lesson}: {problems}"
-    assert not console.errors, "browser console errors:\n" + "\n".join(console.errors)
+        run = _finish(server, _open_and_run(server, chromium, f"notebooks/{lesson}.ipynb"),
+                      str(artifacts / f"nb7_{lesson}"))
+    assert not run["tracebacks"], f"{lesson}: cells show tracebacks in Notebook 7: {run['tracebacks']}"
+    assert run["count"] >= len(explorer_cells(lesson)) >= 1, f"{lesson}: no explorer rendered in Notebook 7"
+    assert not run["problems"], f"{lesson}: {run['problems']}"
+    assert not run["console"].errors, "browser console errors:\n" + "\n".join(run["console"].errors)
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
