@@ -2,8 +2,9 @@
 
 Every lesson gets three submissions: `complete` (the release copy filled with the solutions, with
 the outputs and the explorers' saved widget state of a fast-mode run, as a student who ran it in
-Jupyter hands it in), `unstarted` (the release copy) and `half` (the first half of the exercises). Lesson 03 (AUTOGRADER_TEST_LESSONS chooses others) also gets the
-hostile class of tests/autograder/hostile.py. Everything goes into one zip, the way an LMS hands it
+Jupyter hands it in), `unstarted` (the release copy) and `half` (the first half of the exercises).
+Lesson 03 (AUTOGRADER_TEST_LESSONS chooses others) also gets the hostile class of
+tests/autograder/hostile.py. Everything goes into one zip, the way an LMS hands it
 over; `collect` places it, `grade --jobs 2` grades it once, `export` writes the CSVs and `feedback`
 the pages of the hostile class. Readers: tests/autograder/test_class.py (the hostile class),
 tests/lessons/test_grading.py (every lesson), tests/lessons/test_execute.py (the experiment's curves)
@@ -46,12 +47,16 @@ def as_submitted(release_nb, solution_run):
 class GradedClass:
     course: Path
     students: dict      # {(lesson, student): (notebook or raw text, file name)}
-    completed: dict     # {lesson: the complete submission as run in Jupyter}
     collected: object   # collect's report
     results: dict       # {(lesson, student): grading.Result}
     grades_csv: Path
     summary: Path
     feedback: list      # feedback pages of the hostile students hostile.FEEDBACK_FOR
+
+    @property
+    def completed(self):
+        """{lesson: its complete submission, as handed in}."""
+        return {lesson: nb for (lesson, student), (nb, _) in self.students.items() if student == "complete"}
 
     def autograded(self, lesson, student):
         return load(self.course / "autograded" / student / lesson / f"{lesson}.ipynb")
@@ -110,10 +115,9 @@ def build(released_course, solution_runs, tmp):
     course = tmp / "course"
     shutil.copytree(released_course, course)
     students = _students(course, solution_runs)
-    completed = {lesson: nb for (lesson, student), (nb, _) in students.items() if student == "complete"}
     _zip(students, hostile.TEST_LESSONS[0], tmp / "downloads.zip")
     collected = collect(tmp / "downloads.zip", course, LESSONS, log=lambda *_: None)
     results = {(r.lesson, r.student): r for r in grade(course, jobs=2, limits=LIMITS, log=print)}
     grades_csv, summary = export(course, tmp / "export", log=lambda *_: None)
     feedback = generate_feedback(course, hostile.TEST_LESSONS, hostile.FEEDBACK_FOR, log=lambda *_: None)
-    return GradedClass(course, students, completed, collected, results, grades_csv, summary, feedback)
+    return GradedClass(course, students, collected, results, grades_csv, summary, feedback)

@@ -117,6 +117,13 @@ def fill_solutions(student_nb, solution_nb, grade_ids=None):
     return filled
 
 
+def submit(course, lesson, student, nb):
+    """Hand in notebook `nb` as `student`'s copy of `lesson`: course/submitted/<student>/<lesson>/<lesson>.ipynb."""
+    folder = Path(course) / "submitted" / student / lesson
+    folder.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, str(folder / f"{lesson}.ipynb"))
+
+
 def solution_ids(nb):
     return [grade_id(c) for c in nb.cells if is_solution(c)]
 

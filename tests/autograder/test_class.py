@@ -13,7 +13,6 @@ import re
 import shutil
 from pathlib import Path
 
-import nbformat
 import pytest
 
 from autograder import cells
@@ -22,7 +21,7 @@ from tests.autograder import tiny
 from tests.autograder.hostile import (FEEDBACK_FOR, KERNEL_PATCHES, QUICKEST, TEST_LESSONS, last_function_answer,
                                       graded_test_ids)
 from tests.prerequisites import require, why_no_full_sandbox
-from tests.nbtools import fill_solutions, grade_id, load
+from tests.nbtools import fill_solutions, grade_id, load, submit
 
 @pytest.fixture(scope="module", params=TEST_LESSONS)
 def graded(request, graded_class):
@@ -270,9 +269,7 @@ def test_a_worker_past_the_hard_limit_is_killed_scored_zero_and_flagged(tiny_cou
     lesson = tiny.LESSON
     course = tmp_path / "course"
     shutil.copytree(tiny_course, course)
-    folder = course / "submitted" / "stuck" / lesson
-    folder.mkdir(parents=True)
-    shutil.copyfile(course / "release" / lesson / f"{lesson}.ipynb", folder / f"{lesson}.ipynb")
+    submit(course, lesson, "stuck", load(course / "release" / lesson / f"{lesson}.ipynb"))
     monkeypatch.setattr(autograder.grading, "HARD_LIMIT_GRACE_S", 0)  # a 1 s hard limit: a worker needs longer to start a kernel
     [r] = grade(course, [lesson], limits=Limits(notebook_timeout=1), log=lambda *_: None)
     assert r.status == "failed" and r.score == 0 and r.max_score > 0, r
@@ -312,9 +309,7 @@ def test_ctrl_c_stops_workers_and_kernels_keeps_finished_grades_and_a_rerun_resu
     shutil.copytree(tiny_course, course)
     full = fill_solutions(load(course / "release" / lesson / f"{lesson}.ipynb"), tiny.lesson())
     for student in ("first", "second", "third"):
-        folder = course / "submitted" / student / lesson
-        folder.mkdir(parents=True)
-        nbformat.write(full, str(folder / f"{lesson}.ipynb"))
+        submit(course, lesson, student, full)
     marker = f"COURSE_TEST_MARK={uuid.uuid4().hex}"
     env = {**os.environ, marker.split("=")[0]: marker.split("=")[1]}
     cmd = [sys.executable, "-m", "autograder", "grade", lesson, "--course", str(course), "--jobs", "1"]

@@ -15,7 +15,6 @@ import subprocess
 import sys
 import time
 
-import nbformat
 import pytest
 
 pytest.importorskip("distributed", reason="Dask is the optional extra `cluster`: pip install -e .[cluster]")
@@ -26,7 +25,7 @@ from autograder.grading import submissions  # noqa: E402
 from tests.autograder import tiny  # noqa: E402
 from tests.autograder.hostile import QUICKEST  # noqa: E402
 from tests.graded_class import LIMITS  # noqa: E402
-from tests.nbtools import REPO, fill_solutions, load  # noqa: E402
+from tests.nbtools import REPO, fill_solutions, load, submit  # noqa: E402
 
 # students of the graded class's hostile lesson: honest, unstarted, half done, broken, a patch, a crash
 ON_CLUSTER = ["perfect", "blank", "partial", "invalid_json", "monkeypatch", "os_exit"]
@@ -94,16 +93,15 @@ def _tiny_class(tiny_course, tmp_path):
              "half": fill_solutions(blank, tiny.lesson(), ["double"])}
     for kind, nb in kinds.items():
         for i in (1, 2):
-            folder = course / "submitted" / f"{kind}{i}" / tiny.LESSON
-            folder.mkdir(parents=True)
-            nbformat.write(nb, str(folder / f"{tiny.LESSON}.ipynb"))
+            submit(course, tiny.LESSON, f"{kind}{i}", nb)
     return course
 
 
-def _rows(grades_csv, students=None):
+def _rows(grades_csv, lesson=None, students=None):
+    """(student, lesson, score, max score) of the CSV's rows, of one lesson and some students if given."""
     with open(grades_csv) as f:
         return sorted((r["student_id"], r["assignment"], r["score"], r["max_score"]) for r in csv.DictReader(f)
-                      if students is None or r["student_id"] in students)
+                      if lesson in (None, r["assignment"]) and (students is None or r["student_id"] in students))
 
 
 def _flags_and_scores(results):
@@ -119,8 +117,7 @@ def test_cluster_grades_equal_local_grades(released_course, graded_class, tmp_pa
                                        log=lambda *a: None)
     assert sorted(r.student for r in on_dask) == sorted(ON_CLUSTER)
     grades_csv, _ = export(course, course / "export", log=lambda *a: None)
-    local_rows = [r for r in _rows(graded_class.grades_csv, ON_CLUSTER) if r[1] == lesson]
-    assert [r for r in _rows(grades_csv) if r[1] == lesson] == local_rows
+    assert _rows(grades_csv, lesson) == _rows(graded_class.grades_csv, lesson, ON_CLUSTER)
     assert _flags_and_scores(on_dask) == _flags_and_scores([graded_class.results[lesson, s] for s in ON_CLUSTER])
     scores = {r.student: r.score for r in on_dask}
     assert scores["perfect"] > scores["partial"] > 0 == scores["blank"] == scores["invalid_json"]

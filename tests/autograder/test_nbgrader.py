@@ -9,14 +9,7 @@ import shutil
 
 from autograder.course import nbgrader_api
 from tests.autograder import tiny
-from tests.nbtools import fill_solutions, load, solution_ids
-
-
-def submit(course, lesson, student, nb):
-    import nbformat
-    folder = course / "submitted" / student / lesson
-    folder.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, str(folder / f"{lesson}.ipynb"))
+from tests.nbtools import fill_solutions, load, solution_ids, submit
 
 
 def autograde_scores(course, lesson, students):

@@ -19,7 +19,7 @@ import pytest
 from autograder import sandbox
 from autograder.grading import Limits, sandbox_settings
 from tests.autograder import tiny
-from tests.nbtools import REPO, SOLUTIONS, fill_solutions, load
+from tests.nbtools import REPO, SOLUTIONS, fill_solutions, load, submit
 from tests.prerequisites import require, why_no_full_sandbox
 
 LESSON = "03_queries_keys_values"
@@ -336,9 +336,7 @@ def _course_with(released_course, root, students):
     course = root / "course"
     shutil.copytree(released_course, course)
     for student, nb in students.items():
-        folder = course / "submitted" / student / tiny.LESSON
-        folder.mkdir(parents=True)
-        nbformat.write(nb, str(folder / f"{tiny.LESSON}.ipynb"))
+        submit(course, tiny.LESSON, student, nb)
     return course
 
 

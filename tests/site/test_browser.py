@@ -20,7 +20,7 @@ import pytest
 from autograder.grading import grade
 from tests import browser as b
 from tests.graded_class import LIMITS
-from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, load
+from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, load, submit
 
 _missing = b.missing_prerequisite()
 if _missing and os.environ.get("COURSE_CI") == "1":
@@ -117,9 +117,7 @@ def round_trip(lab_runs, released_course, tmp_path_factory):
     shutil.copytree(released_course, course)
     for lesson, run in lab_runs.items():
         if "saved" in run:
-            folder = course / "submitted" / "browser" / lesson
-            folder.mkdir(parents=True)
-            nbformat.write(run["saved"], str(folder / f"{lesson}.ipynb"))
+            submit(course, lesson, "browser", run["saved"])
     return {r.lesson: r for r in grade(course, jobs=2, limits=LIMITS, log=lambda *_: None)}
 
 
