@@ -3,26 +3,27 @@ import json
 
 from autograder.grading import already_graded, submission_digest
 
+LESSON = "03_x"
 
-def test_a_graded_submission_is_skipped_until_its_notebook_changes(tmp_path):
-    lesson, student = "03_x", "alice"
-    notebook = tmp_path / "submitted" / student / lesson / f"{lesson}.ipynb"
+
+def _handed_in_and_reported(course, student, status):
+    """A submitted notebook and a report of `status` for exactly that notebook; returns the notebook's path."""
+    notebook = course / "submitted" / student / LESSON / f"{LESSON}.ipynb"
     notebook.parent.mkdir(parents=True)
     notebook.write_text("{}")
-    report = tmp_path / "reports" / lesson / f"{student}.json"
-    report.parent.mkdir(parents=True)
-    report.write_text(json.dumps({"status": "graded", "submission": submission_digest(tmp_path, lesson, student)}))
-    assert already_graded(tmp_path, lesson, student)
+    report = course / "reports" / LESSON / f"{student}.json"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(json.dumps({"status": status, "submission": submission_digest(course, LESSON, student)}))
+    return notebook
+
+
+def test_a_graded_submission_is_skipped_until_its_notebook_changes(tmp_path):
+    notebook = _handed_in_and_reported(tmp_path, "alice", "graded")
+    assert already_graded(tmp_path, LESSON, "alice")
     notebook.write_text('{"cells": []}')
-    assert not already_graded(tmp_path, lesson, student)
+    assert not already_graded(tmp_path, LESSON, "alice")
 
 
 def test_a_submission_that_failed_to_grade_is_retried(tmp_path):
-    lesson, student = "03_x", "bob"
-    notebook = tmp_path / "submitted" / student / lesson / f"{lesson}.ipynb"
-    notebook.parent.mkdir(parents=True)
-    notebook.write_text("{}")
-    report = tmp_path / "reports" / lesson / f"{student}.json"
-    report.parent.mkdir(parents=True)
-    report.write_text(json.dumps({"status": "failed", "submission": submission_digest(tmp_path, lesson, student)}))
-    assert not already_graded(tmp_path, lesson, student)
+    _handed_in_and_reported(tmp_path, "bob", "failed")
+    assert not already_graded(tmp_path, LESSON, "bob")
