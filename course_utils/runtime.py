@@ -10,12 +10,16 @@ def pick_device(prefer=None):
     """Return the best available torch.device: CUDA, then Apple MPS, then CPU.
 
     `prefer` ("cpu", "cuda", "mps") forces a choice; the environment variable
-    COURSE_DEVICE does the same without editing a notebook.
+    COURSE_DEVICE does the same without editing a notebook. COURSE_DEVICE=sim runs on the CPU as
+    if on a GPU and raises every placement fault a GPU would (`course_utils.device_sim`).
     """
     choice = prefer or os.environ.get("COURSE_DEVICE")
+    if choice == "sim":
+        from . import device_sim
+        return device_sim.install()
     if choice:
         if choice not in ("cpu", "cuda", "mps"):
-            raise ValueError(f"prefer: expected 'cpu', 'cuda' or 'mps', got {choice!r}")
+            raise ValueError(f"prefer: expected 'cpu', 'cuda', 'mps' or 'sim', got {choice!r}")
         return torch.device(choice)
     if torch.cuda.is_available():
         return torch.device("cuda")
