@@ -16,8 +16,11 @@ one. With ``COURSE_DEVICE=sim`` (or inside ``with simulated_gpu():``) `pick_devi
 * a generator made for one side and used by an operation on the other raises CUDA's
   "Expected a 'cuda' device type for generator";
 * ``.numpy()`` (and so ``np.asarray``, matplotlib) on a device tensor raises CUDA's TypeError;
+* a float64 tensor on the device raises, as on Apple's MPS, which has no float64 (the course runs
+  there too: compute in float32 on the device, or in float64 on the CPU);
 * the backward pass of a GRU, LSTM or RNN run in eval mode on the device raises cuDNN's
-  "cudnn RNN backward can only be called in training mode".
+  "cudnn RNN backward can only be called in training mode" (unless cuDNN is switched off, as with
+  ``torch.backends.cudnn.flags(enabled=False)``).
 
 It is a guard, not an emulator: numbers are the CPU's, and timings mean nothing.
 """
@@ -97,6 +100,13 @@ def _rnn_in_eval(func, args):
     return first_bool is not None and len(args) > first_bool + 3 and args[first_bool + 3] is False
 
 
+def _refuse_float64(t, name):
+    if isinstance(t, torch.Tensor) and t.dtype in (torch.float64, torch.complex128):
+        raise TypeError(f"Cannot convert a MPS Tensor to float64 dtype as the MPS framework doesn't support "
+                        f"float64 (simulated GPU, in {name}: the course runs on Apple's MPS too; compute in "
+                        f"float32 on the device, or in float64 on the CPU)")
+
+
 def _check_generator(name, generator, on_gpu):
     if generator is None:
         return
@@ -138,7 +148,8 @@ class _Placement(TorchFunctionMode):
         if on_gpu and name not in ("copy_", "__setitem__", "cpu", "tolist", "item"):
             for t in pytree.tree_leaves(out):
                 _mark(t)
-            if _rnn_in_eval(func, args) and torch.is_grad_enabled():
+                _refuse_float64(t, name)
+            if _rnn_in_eval(func, args) and torch.is_grad_enabled() and torch.backends.cudnn.enabled:
                 for t in pytree.tree_leaves(out):
                     if isinstance(t, torch.Tensor) and t.requires_grad:
                         t.register_hook(_raise_cudnn_eval)
@@ -182,6 +193,8 @@ class _Placement(TorchFunctionMode):
             out = func(source, *rest, **kwargs)
         if out is source and to_gpu != _on(source):
             out = source.view_as(source)
+        if to_gpu:
+            _refuse_float64(out, name)
         return _mark(out, to_gpu)
 
 

@@ -29,6 +29,12 @@ def pick_device(prefer=None):
     return torch.device("cpu")
 
 
+def computes_on_cpu(device):
+    """True when work placed on `device` runs on this machine's CPU (the CPU itself, or a simulated GPU)."""
+    from . import device_sim
+    return torch.device(device).type == "cpu" or device_sim.is_simulating()
+
+
 def seed_everything(seed=0):
     """Seed Python, numpy and torch so that a CPU run is repeatable."""
     if not isinstance(seed, int) or isinstance(seed, bool):
