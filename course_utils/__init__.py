@@ -7,7 +7,7 @@ from .checks import (ForbiddenCall, call_with_grads, check_close, check_shape, c
 from .data import BOS, EOS, PAD, Batch, ReversalTask, Vocab, pad_sequences
 from .measured import LESSON02_RNN_BY_LENGTH
 from .plotting import plot_accuracy_by_length, plot_attention, plot_curves
-from .runtime import budget, is_fast_mode, pick_device, seed_everything
+from .runtime import budget, computes_on_cpu, is_fast_mode, pick_device, seed_everything
 from .timing import Timing, synchronize, time_call
 from .training import evaluate_by_length, exact_match, train_seq2seq, trim_at_eos
 

@@ -158,3 +158,23 @@ def test_exercises_are_numbered_without_gaps(lesson):
     numbers = [int(n) for c in _notebook(lesson).cells if c.cell_type == "markdown"
                for n in EXERCISE_NUMBER.findall(c.source)]
     assert numbers and numbers == list(range(1, len(numbers) + 1)), f"{lesson}: exercises numbered {numbers}"
+
+
+def _sentences(text):
+    """The sentences of a markdown text, whitespace folded; short ones (labels, "Try:") are left out."""
+    return [s for s in re.split(r"(?<=[.!?])\s+", " ".join(text.split())) if len(s) >= 40]
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_no_paragraph_or_sentence_is_repeated(lesson):
+    """A block appended twice by an editing script (lesson 01's summary held its References four times,
+    lesson 07's a sentence six times) is caught here, whichever cell it lands in."""
+    seen, problems = {}, []
+    for index, cell in enumerate(_notebook(lesson).cells):
+        if cell.cell_type != "markdown":
+            continue
+        for sentence in _sentences(cell.source):
+            if sentence in seen:
+                problems.append(f"cell {index} repeats cell {seen[sentence]}: {sentence[:120]!r}")
+            seen.setdefault(sentence, index)
+    _fail_if(problems, f"{lesson}: repeated text (say it once)")
