@@ -46,6 +46,17 @@ _active = []
 _installed = []  # the context install() entered, kept alive (a collected generator would exit it)
 
 
+def _tensors(args, kwargs):
+    """The tensors among the arguments, one level into lists and tuples (where torch functions take them)."""
+    found = []
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor):
+            found.append(a)
+        elif isinstance(a, (list, tuple)):
+            found.extend(x for x in a if isinstance(x, torch.Tensor))
+    return found
+
+
 def _on(t):
     return isinstance(t, torch.Tensor) and getattr(t, _MARK, False)
 
@@ -122,16 +133,19 @@ class _Placement(TorchFunctionMode):
     def __torch_function__(self, func, types, args=(), kwargs=None):
         kwargs = kwargs or {}
         name = getattr(func, "__name__", "")
-        attr, access = _descriptor(func)
-        if attr is not None:
-            return self._attribute(func, attr, access, args, kwargs)
+        if name in ("__get__", "__set__"):
+            attr, access = _descriptor(func)
+            if attr is not None:
+                return self._attribute(func, attr, access, args, kwargs)
         if name in ("numpy", "__array__") and _on(args[0]):
             raise TypeError("can't convert cuda:0 device type tensor to numpy. Use Tensor.cpu() to copy "
                             "the tensor to host memory first. (simulated GPU)")
         if name in ("to", "cuda", "cpu", "type_as") and args and isinstance(args[0], torch.Tensor):
             return self._move(func, name, args, kwargs)
 
-        tensors = [t for t in pytree.tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)]
+        tensors = _tensors(args, kwargs)
+        if "device" not in kwargs and "generator" not in kwargs and not any(_on(t) for t in tensors):
+            return func(*args, **kwargs)                     # host work, the common case: nothing to check
         target = _is_gpu(kwargs.get("device"))
         if target is not None:
             kwargs = {**kwargs, "device": HOST}
