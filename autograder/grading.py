@@ -51,8 +51,15 @@ from .gradebook import mark_flagged, merge, record_failure
 from .restore import restore
 from .sandbox import sandbox_settings  # noqa: F401 (the public API)
 from .settings import HARD_LIMIT_GRACE_S, Limits, grading_config  # noqa: F401 (the public API: grading_config)
+from .worker import FLAGGED, read_events
 
-RUNTIME_FLAGS = ("the kernel died", "the notebook ran past")  # events that cost points the tests cannot judge
+
+
+def flag_for(event):
+    """The review flag of an event of a FLAGGED kind: 'runtime: ...', 'integrity: ...' or 'grader: ...'."""
+    if event.kind == "runtime":
+        return f"runtime: {event} (later cells not run)"
+    return event if event.startswith(f"{event.kind}:") else f"{event.kind}: {event}"
 
 
 @dataclass
@@ -156,8 +163,7 @@ class _Running:
     def finish(self, course_root, timed_out):
         r = self.result
         r.seconds = round(time.monotonic() - self.start, 1)
-        events = self.work / "events.txt"
-        r.events = events.read_text().splitlines() if events.exists() else []
+        r.events = read_events(self.work / "events.txt")
         reply = self.work / "result.json"
         outcome = json.loads(reply.read_text()) if reply.exists() else None
         if timed_out:
@@ -171,8 +177,7 @@ class _Running:
         else:
             r.score, r.max_score = record_failure(course_root, r.lesson, r.student)
             r.flags.append(f"grading: {r.error.strip().splitlines()[-1] if r.error.strip() else r.status}")
-        r.flags += [f"runtime: {e} (later cells not run)" for e in r.events if e.startswith(RUNTIME_FLAGS)]
-        r.flags += [e for e in r.events if e.startswith("integrity:")]
+        r.flags += [flag_for(e) for e in r.events if e.kind in FLAGGED]
         if r.status == "graded":
             shutil.rmtree(self.work, ignore_errors=True)
         return r

@@ -5,7 +5,10 @@ on its own side and, whenever the test touches a student object, sends one reque
 a global, call a function or method, read an attribute, take len(), list an iterable, or run a
 call with gradients. The request is a pickle made by the grader (arguments by value, remote
 handles by id); the answer is JSON that carries only plain data: numbers, strings, tensors and
-arrays as raw bytes, containers of these, and ids of objects that stay here (handles).
+arrays as raw bytes, containers of these, and ids of objects that stay here (handles), at most
+MAX_ANSWER_BYTES of it (the one limit: remote.py reads it from here). Arguments arrive as copies;
+an argument the student's code changes in place is reported by position, and the grader's test
+fails it (its own tensors never change).
 
 This file is sent as source with every request and run in a fresh namespace (`serve` below),
 so there is nothing stored in the kernel that a cell could replace except the handle table.
@@ -108,10 +111,13 @@ def _arrays(args, kwargs):
 
 
 def _changed(before):
-    """The tensor and array arguments the student's code changed in place, encoded (sent back to the test)."""
+    """The tensor and array arguments the student's code changed in place: their positions or keywords.
+
+    Only which ones: never their new contents, so that nothing the kernel computes reaches the test's
+    own tensors (a function that zeroed its input would otherwise zero the reference computed after it)."""
     import numpy as np
     torch = sys.modules.get("torch")
-    out = {}
+    out = []
     for key, (value, copy) in before.items():
         if torch is not None and type(value) is torch.Tensor:
             now = value.detach().cpu()
@@ -121,7 +127,7 @@ def _changed(before):
         else:
             same = value.shape == copy.shape and value.dtype == copy.dtype and value.tobytes() == copy.tobytes()
         if not same:
-            out[key] = encode(value)
+            out.append(key)
     return out
 
 
@@ -171,8 +177,11 @@ def _other(op, obj, args):
 
 def serve(request, namespace):
     """Answer one request (pickled bytes) against `namespace` (the notebook's globals); returns JSON text."""
-    op, target, args, kwargs, forbidden, measure = _Unpickler(io.BytesIO(request)).load()
-    mirror, memory = {}, None
+    try:
+        op, target, args, kwargs, forbidden, measure = _Unpickler(io.BytesIO(request)).load()
+    except Exception as e:  # noqa: BLE001: the grader sent what this kernel cannot read: the grader's problem
+        return json.dumps({"ok": False, "grader": f"the kernel could not read the request ({type(e).__name__})"})
+    changed, memory = [], None
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             if op == "get":
@@ -187,12 +196,12 @@ def serve(request, namespace):
                         value = obj(*args, **kwargs)
                     else:  # args: (call args, call kwargs, grad_output)
                         value = _grads(obj, args[0], args[1], args[2])
-                mirror = _changed(before)
+                changed = _changed(before)
             else:
                 obj = _table()[target]
                 with _forbidding(forbidden):
                     value = _other(op, obj, args)
-        answer = {"ok": True, "value": encode(value), "mirror": mirror}
+        answer = {"ok": True, "value": encode(value), "changed": changed}
         if memory is not None:
             answer["memory"] = [int(memory.peak_bytes), int(memory.largest_bytes)]
     except BaseException as e:  # noqa: BLE001: the student's error is reported as its kind only

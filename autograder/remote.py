@@ -15,24 +15,31 @@ import builtins
 import contextlib
 import io
 import json
+import math
 import time
 from pathlib import Path
 
 import numpy as np
 
-MAX_ANSWER_CHARS = 96 * 2**20
+from . import kernel_rpc
+
 DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "complex64",
           "complex128"}
 TORCH_ONLY = {"bfloat16"}
 STUB = (Path(__file__).with_name("kernel_rpc.py")).read_text()
+MAX_ANSWER_CHARS = kernel_rpc.MAX_ANSWER_BYTES  # the kernel's own cap, the one limit on an answer
+MAX_DIMS = 64
 _BUILTIN_ERRORS = {name: getattr(builtins, name) for name in
                    "ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
                    "NotImplementedError OverflowError RecursionError RuntimeError StopIteration TypeError "
                    "ValueError ZeroDivisionError MemoryError".split()}
 
 
-class GraderSideError(Exception):
-    """The grader could not ask the kernel (no answer, a malformed answer): never the student's verdict."""
+class GraderSideError(BaseException):
+    """The grader could not ask the kernel (no answer, a malformed answer): never the student's verdict.
+
+    A BaseException, so that a test's own `except Exception` (a fallback for an answer that raises)
+    cannot take it for the student's error: it ends the test cell, which is flagged for review."""
 
 
 # ------------------------------------------------------------------ handles on kernel objects
@@ -117,8 +124,8 @@ def _decode(value, session, label, depth=0):
         if dtype not in DTYPES:
             raise GraderSideError(f"unexpected dtype {dtype!r}")
         raw = base64.b64decode(str(value["b64"]), validate=True)
-        shape = [] if kind == "npscalar" else [int(s) for s in value["shape"]]
-        if any(s < 0 for s in shape) or int(np.prod(shape, dtype=np.int64)) * np.dtype(dtype).itemsize != len(raw):
+        shape = [] if kind == "npscalar" else [int(s) for s in value["shape"]][:MAX_DIMS + 1]
+        if len(shape) > MAX_DIMS or any(s < 0 for s in shape) or math.prod(shape) * np.dtype(dtype).itemsize != len(raw):
             raise GraderSideError("an array's shape does not match its bytes")
         array = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
         if kind == "npscalar":
@@ -151,18 +158,6 @@ def _decode(value, session, label, depth=0):
     if kind == "handle":
         return Remote(session, int(value["id"]), label)
     raise GraderSideError(f"unknown answer kind {kind!r}")
-
-
-def _copy_back(original, changed):
-    """Mirror an in-place change the student's code made to a tensor or array argument."""
-    import torch
-    if isinstance(original, torch.Tensor) and isinstance(changed, torch.Tensor):
-        if original.shape == changed.shape and original.dtype == changed.dtype:
-            with torch.no_grad(), contextlib.suppress(RuntimeError):  # (an expanded view cannot be written)
-                original.copy_(changed)
-    elif type(original) is np.ndarray and type(changed) is np.ndarray:
-        if original.shape == changed.shape and original.dtype == changed.dtype and original.flags.writeable:
-            np.copyto(original, changed)
 
 
 @contextlib.contextmanager
@@ -205,6 +200,8 @@ class Session:
             raise GraderSideError("an answer that is not JSON") from None
         if type(answer) is not dict:
             raise GraderSideError("an answer that is not a JSON object")
+        if "grader" in answer:
+            raise GraderSideError(f"the kernel could not serve the request: {str(answer['grader'])[:200]}")
         if not answer.get("ok"):
             kind = str(answer.get("error"))
             name = label if op != "get" else target
@@ -225,10 +222,12 @@ class Session:
             peak, largest = (max(0, int(x)) for x in answer["memory"])
             for meter in meters:
                 meter.absorb(peak, largest)
-        for key, changed in (answer.get("mirror") or {}).items():
-            index = int(key) if key.isdigit() else key
-            source = args[index] if isinstance(index, int) and index < len(args) else kwargs.get(index)
-            _copy_back(source, _decode(changed, self, label))
+        changed = answer.get("changed") or []
+        if changed:
+            names = ", ".join(f"argument {int(k) + 1}" if str(k).isdigit() else f"{str(k)[:40]}="
+                              for k in changed[:8] if type(k) is str)
+            raise AssertionError(f"{label} changed its input in place ({names}): leave its inputs unchanged "
+                                 "(work on a copy, or build a new tensor)")
         return value
 
     def fetch(self, name):
@@ -291,11 +290,13 @@ def kernel_transport(kc, get_shell_msg, deadline, on_timeout=None, is_alive=None
             found = msg.get("content", {}).get("user_expressions", {}).get("answer", {})
             text = found.get("data", {}).get("text/plain") if found.get("status") == "ok" else None
             answer = None
-            if isinstance(text, str) and len(text) <= MAX_ANSWER_CHARS + 16:
+            if isinstance(text, str) and len(text) <= 2 * MAX_ANSWER_CHARS + 16:  # (a repr escapes some characters)
                 try:
                     answer = ast.literal_eval(text)
                 except (ValueError, SyntaxError, MemoryError, RecursionError):
                     pass
-            return answer if isinstance(answer, str) else json.dumps({"ok": False, "error": "Exception"})
+            if not isinstance(answer, str):  # no answer set, or not one we can read: never the student's error
+                raise GraderSideError("the kernel gave no readable answer to the grader's request")
+            return answer
 
     return transport

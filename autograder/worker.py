@@ -8,29 +8,75 @@ protocol; each file has one writer:
 |---------------|------------------------|---------------------------------------------------------------|
 | `job.json`    | parent, before         | course, lesson, student, shard gradebook URL, limits, sandbox |
 | `gradebook.db`| parent, then nbgrader  | a private copy of the course gradebook (the shard)            |
-| `events.txt`  | worker (`event`)       | one line per thing that happened: timeouts, dead kernels,     |
-|               |                        | integrity changes, hangs; the parent turns some into flags    |
+| `events.txt`  | worker (`event`)       | one JSON record per line, {"kind", "text"}: what happened     |
+|               |                        | (EVENT_KINDS); the parent reads them with `read_events` and   |
+|               |                        | turns the kinds in FLAGGED into flags                         |
 | `kernels.txt` | worker (`record_kernel`)| the kernel's process group, so the parent can stop it        |
 | `result.json` | worker, at the end     | {"success", "error", "log"} of nbgrader's autograde           |
 | `worker.log`  | the worker's stdout    | kept for review when grading failed                           |
 
 `AUTOGRADER_EVENTS` (set by the parent) names `events.txt`; without it (plain nbgrader) events
-go nowhere.
+go nowhere. An event's text may quote what the kernel said (an exception's message, a replaced
+function's name): it is stripped of control characters and capped (`clean`), and the parent
+decides by the record's kind, never by its words, so no kernel text can forge or hide an event.
 """
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
-HANG = "hang:"  # events of a kernel that stopped answering (see work_retrying_a_hang)
+HANG = "hang"  # a kernel that stopped answering (see work_retrying_a_hang)
+EVENT_KINDS = {
+    HANG: "a cell the kernel never started: graded again once in a fresh kernel",
+    "runtime": "the kernel died, or the notebook ran past its budget: later cells not run",
+    "timeout": "a cell ran past its limit",
+    "output": "a cell's output was truncated",
+    "integrity": "what the tests rely on changed in the kernel (a flag, never a score)",
+    "grader": "the grader could not run a test cell: its verdict is withheld for review",
+}
+FLAGGED = ("runtime", "integrity", "grader")  # the kinds a reviewer must see
+MAX_EVENT_CHARS = 500
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 
-def event(text):
-    """Append one event line for the parent (a no-op outside a grading job)."""
+class Event(str):
+    """One event: its text (a str, so it reads as before) and its `kind`, one of EVENT_KINDS."""
+
+    def __new__(cls, kind, text):
+        self = super().__new__(cls, text)
+        self.kind = kind
+        return self
+
+
+def clean(text):
+    """Text that may hold kernel-chosen words, made safe for one event: no control characters, capped."""
+    text = _CONTROL.sub(" ", str(text)).strip()
+    return text if len(text) <= MAX_EVENT_CHARS else text[:MAX_EVENT_CHARS - 3] + "..."
+
+
+def event(kind, text):
+    """Append one event record for the parent (a no-op outside a grading job)."""
+    if kind not in EVENT_KINDS:
+        raise ValueError(f"unknown event kind {kind!r}: one of {sorted(EVENT_KINDS)}")
     path = os.environ.get("AUTOGRADER_EVENTS")
     if path:
         with open(path, "a") as f:
-            f.write(text + "\n")
+            f.write(json.dumps({"kind": kind, "text": clean(text)}) + "\n")
+
+
+def read_events(path):
+    """[Event] from an events file; a line that is not a well-formed record is skipped."""
+    path = Path(path)
+    found = []
+    for line in (path.read_text(errors="replace").splitlines() if path.is_file() else []):
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue
+        if type(record) is dict and record.get("kind") in EVENT_KINDS and type(record.get("text")) is str:
+            found.append(Event(record["kind"], clean(record["text"])))
+    return found
 
 
 def record_kernel(km):
@@ -59,16 +105,16 @@ def work_retrying_a_hang(job):
     and a second one fails the job as the grader's fault: never a zero the student earned."""
     outcome = work(job)
     events = Path(os.environ.get("AUTOGRADER_EVENTS", os.devnull))
-    hung = [e for e in (events.read_text().splitlines() if events.is_file() else []) if e.startswith(HANG)]
+    hung = [e for e in read_events(events) if e.kind == HANG]
     if not hung:
         return outcome
     events.replace(events.with_name("events-hung.txt"))  # the first run's events, kept beside the report
-    event(f"{HANG} graded again in a fresh kernel after the first run's {hung[0][len(HANG):].strip()}")
+    event(HANG, f"graded again in a fresh kernel after the first run's {hung[0]}")
     outcome = work(job)
-    again = [e for e in events.read_text().splitlines() if e.startswith(HANG)][1:]
+    again = [e for e in read_events(events) if e.kind == HANG][1:]
     if again:
         return {"success": False, "log": outcome["log"], "error": f"the grader's fault, not the student's: "
-                f"the kernel hung twice ({again[0][len(HANG):].strip()}); run grade again"}
+                f"the kernel hung twice ({again[0]}); run grade again"}
     return outcome
 
 

@@ -60,9 +60,9 @@ class GradingExecute(SlicedWaits, Execute):
             stdout, error = self._runner.run(cells.grade_id(cell))
         except verdicts.GraderSideError as e:
             stdout, error = "", e
-            event(f"verdicts: the grader could not run test cell {cells.grade_id(cell)}: {e}")
+            event("grader", f"the grader could not run test cell {cells.grade_id(cell)} ({e}): its points are withheld, review it")
         if isinstance(error, TimeoutError):
-            event(f"cell {index} timed out: the student's code ran past the cell's limit during its test")
+            event("timeout", f"cell {index} timed out: the student's code ran past the cell's limit during its test")
         cell.outputs = verdicts.outputs_for(stdout, error)
         cell.execution_count = None
         return cell
@@ -89,7 +89,7 @@ class GradingExecute(SlicedWaits, Execute):
                 self._watch.baseline = self._ask("baseline")
             except Exception as e:  # noqa: BLE001: the grader's problem, never the student's score
                 self._integrity_off = True
-                event(f"integrity: not checked: the grader's check could not start ({e})")
+                event("integrity", f"integrity: not checked: the grader's check could not start ({e})")
         if cells.is_test(cell) and cells.grade_id(cell) in self._tests.tests:
             cell = self._run_test_here(cell, index)
         else:
@@ -103,7 +103,7 @@ class GradingExecute(SlicedWaits, Execute):
                 for change in changes:
                     if change not in self._reported:
                         self._reported.add(change)
-                        event(f"integrity: {change} (first seen after test cell {cells.grade_id(cell)})")
+                        event("integrity", f"integrity: {change} (first seen after test cell {cells.grade_id(cell)})")
         return cell, resources
 
 
@@ -134,10 +134,10 @@ class SandboxedExecute(GradingExecute):
         remaining = self._deadline - time.monotonic()
         if not self._dead and remaining <= 0:
             self._dead = f"the notebook ran past its {self.notebook_timeout} s budget before cell {index}"
-            event(self._dead)
+            event("runtime", self._dead)
         if self._dead:
             cell.outputs = [error_output("CellNotRun", f"not run: {self._dead}")]
-            event(f"cell {index} not run: {self._dead}")
+            event("timeout", f"cell {index} not run: {self._dead}")
             return cell, resources
         self.timeout = max(1, int(min(self._cell_timeout, remaining)))
         try:
@@ -145,11 +145,11 @@ class SandboxedExecute(GradingExecute):
         except DeadKernelError:
             self._dead = f"the kernel died in cell {index} (os._exit, a crash, or a resource limit)"
             cell.outputs.append(error_output("DeadKernelError", self._dead))
-            event(self._dead)
+            event("runtime", self._dead)
             return cell, resources
         except CellTimeoutError as e:  # no reply, or output still streaming, after the interrupt
             cell.outputs.append(error_output("CellTimeoutError", str(e).splitlines()[0]))
-            event(f"cell {index} timed out: {str(e).splitlines()[0]}")
+            event("timeout", f"cell {index} timed out: {str(e).splitlines()[0]}")
             self._note_timeout(cell, index)
             return cell, resources
 
@@ -157,14 +157,14 @@ class SandboxedExecute(GradingExecute):
         if "iopub.execute_input" not in cell.metadata.get("execution", {}) and not self._timed_out:
             # the kernel never started the cell, right after one that ended: a lost request
             # (ipykernel issue 1554), not slow code (after a timeout, the student's code may hold it)
-            event(f"{HANG} cell {index} never started: the kernel sat idle and no reply came")
+            event(HANG, f"cell {index} never started: the kernel sat idle and no reply came")
         self._timed_out = True
 
     def on_cell_executed(self, **kwargs):
         super().on_cell_executed(**kwargs)
         outputs = kwargs["cell"].get("outputs", [])
         if any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in outputs):
-            event(f"cell {kwargs['cell_index']} timed out after {self.timeout} s")
+            event("timeout", f"cell {kwargs['cell_index']} timed out after {self.timeout} s")
             self._note_timeout(kwargs["cell"], kwargs["cell_index"])
 
     def output(self, outs, msg, display_id, cell_index):
@@ -174,7 +174,7 @@ class SandboxedExecute(GradingExecute):
             self._output_bytes[cell_index] = used + size
             if used + size > self.max_output_bytes:
                 if used <= self.max_output_bytes:
-                    event(f"cell {cell_index} output truncated at {self.max_output_bytes} bytes")
+                    event("output", f"cell {cell_index} output truncated at {self.max_output_bytes} bytes")
                     outs.append(new_output("stream", name="stdout",
                                            text=f"\n... output truncated at {self.max_output_bytes} bytes ...\n"))
                 return None

@@ -380,9 +380,9 @@ def test_a_hang_is_graded_again_once_and_never_scored_as_the_students(monkeypatc
 
     def fake_work(job):
         runs.append(job)
-        worker.event("cell 3 timed out: no reply")
+        worker.event("timeout", "cell 3 timed out: no reply")
         if len(runs) <= hangs:
-            worker.event(f"{worker.HANG} cell 3 never started: the kernel sat idle and no reply came")
+            worker.event(worker.HANG, "cell 3 never started: the kernel sat idle and no reply came")
         return {"success": True, "error": "", "log": ""}
 
     monkeypatch.setattr(worker, "work", fake_work)
@@ -392,7 +392,8 @@ def test_a_hang_is_graded_again_once_and_never_scored_as_the_students(monkeypatc
         assert "the grader's fault, not the student's" in outcome["error"] and "cell 3" in outcome["error"]
     if hangs:
         assert (tmp_path / "events-hung.txt").exists()
-        assert events.read_text().startswith(f"{worker.HANG} graded again in a fresh kernel")
+        first = worker.read_events(events)[0]
+        assert first.kind == worker.HANG and first.startswith("graded again in a fresh kernel")
 
 
 DROP_NEXT_REQUEST = """_k = get_ipython().kernel

@@ -204,14 +204,64 @@ def test_an_input_changed_in_place_is_seen_by_the_test(kernel):
     assert passed(results) == ["test_attention", "test_linear", "test_memory"]
 
 
-def test_an_argument_changed_in_place_is_copied_back_into_the_tests_object():
+def test_an_argument_changed_in_place_fails_the_call_and_never_reaches_the_tests_object():
     import numpy as np
     kernel = {}
     exec("def shift(x):\n    x -= 1\n    return None", kernel)
     session = verdicts.Session(verdicts.in_process_transport(kernel))
     x = np.array([3.0, 4.0])
-    session.fetch("shift")(x)
-    assert x.tolist() == [2.0, 3.0]
+    with pytest.raises(AssertionError, match=r"shift\(\.\.\.\) changed its input in place \(argument 1\)"):
+        session.fetch("shift")(x)
+    assert x.tolist() == [3.0, 4.0]
+
+
+def _session(kernel):
+    km, kc = kernel
+    transport = verdicts.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: __import__("time").monotonic() + 30,
+                                          on_timeout=km.interrupt_kernel, is_alive=km.is_alive)
+    return verdicts.Session(transport)
+
+
+def test_an_answer_that_zeroes_its_input_cannot_zero_a_reference_computed_after_it(kernel):
+    """The hostile case: zero the input in place and return zeros; a test that computes its reference
+    from the input after the call would have compared zeros with zeros."""
+    km, kc = kernel
+    run_in_kernel(kc, SETUP)
+    run_in_kernel(kc, "def attention(q, k, v):\n    for t in (q, k, v):\n        t.zero_()\n    return torch.zeros_like(q)\n")
+    q, k, v = (torch_randn(2, 3, 4, seed) for seed in range(3))
+    before = [t.clone() for t in (q, k, v)]
+    with pytest.raises(AssertionError, match="changed its input in place"):
+        _session(kernel).fetch("attention")(q, k, v)
+    assert all(bool((a == b).all()) for a, b in zip((q, k, v), before))
+
+
+def torch_randn(*shape_and_seed):
+    import torch
+    *shape, seed = shape_and_seed
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
+
+
+def test_a_kernel_that_withholds_its_answer_is_the_graders_problem_not_the_students(kernel):
+    """An answer replaced inside the request (here json.dumps) cannot be read: a GraderSideError, which a
+    test's own `except Exception` cannot swallow, and which grading flags for review (test_worker.py)."""
+    km, kc = kernel
+    run_in_kernel(kc, SETUP)
+    run_in_kernel(kc, "import json\ndef softmax(x):\n    json.dumps = lambda *a, **k: 5\n    return x\n")
+    with pytest.raises(verdicts.GraderSideError, match="no readable answer"):
+        try:
+            _session(kernel).fetch("softmax")(1.0)
+        except Exception:  # noqa: BLE001: what a test's fallback would do
+            pytest.fail("a grader-side failure was caught as the student's exception")
+
+
+def test_a_request_the_kernel_cannot_read_is_the_graders_problem(kernel, tmp_path, monkeypatch):
+    (tmp_path / "grader_only_module.py").write_text("class Fixture:\n    pass\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import grader_only_module
+    km, kc = kernel
+    run_in_kernel(kc, "def f(x):\n    return 1\n")
+    with pytest.raises(verdicts.GraderSideError, match="could not read the request"):
+        _session(kernel).fetch("f")(grader_only_module.Fixture())
 
 
 def test_a_broken_backward_pass_fails_its_test(kernel):
