@@ -21,6 +21,11 @@ notebook) and the notebook's structure against the source:
 
 Cells are read as IPython runs them (`x = %history`, `!cmd` and magics become the calls they are),
 and code passed as a constant string to eval/exec/compile is checked like a cell.
+- `escape`: runs work where the graded call's watch does not reach: another thread or process
+  (`threading`, `concurrent.futures`, `multiprocessing`, `subprocess`, `os.fork`/`system`), a custom
+  operator (`torch.library`), `ctypes`, or torch's mode stack switched off or popped
+  (`DisableTorchFunction`, `_DisableTorchDispatch`, `_pop_torch_function_stack`, ...): a forbidden
+  operator or an untiled allocation run there is not seen by `cu.forbid` or the memory count;
 - `kernel`: reaches the kernel's own machinery (displayhook, AST/input transformers,
   showtraceback, custom exception handlers, trace hooks), which can fake or hide a result;
 - `structure`: a test cell deleted, edited, duplicated or turned into Markdown (or raw) (nbgrader

@@ -19,6 +19,15 @@ KERNEL_ATTRIBUTES = {"displayhook", "display_pub", "iopub_socket", "send_respons
                      "ast_transformers", "input_transformers_cleanup", "input_transformers_post", "set_custom_exc",
                      "showtraceback", "_showtraceback", "run_cell", "run_code", "excepthook", "settrace", "setprofile"}
 VALUE_TYPES = {"float", "int", "complex", "bool", "Tensor", "ndarray", "Parameter", "generic", "float64", "float32"}
+# what runs work where the graded call's watch (cu.forbid's torch modes, the memory count, both per
+# thread and per process) does not reach: another thread or process, a custom operator, the mode stack off
+ESCAPE_MODULES = {"threading", "_thread", "concurrent", "multiprocessing", "subprocess", "torch.multiprocessing",
+                  "torch.library", "ctypes"}
+ESCAPE_NAMES = {"DisableTorchFunction", "DisableTorchFunctionSubclass", "_DisableTorchDispatch",
+                "_disable_current_modes", "_pop_torch_function_stack", "_pop_mode", "_pop_mode_temporarily",
+                "_set_torch_function_mode", "_len_torch_function_stack", "_get_function_stack_at",
+                "_push_on_torch_function_stack", "custom_op", "fork", "forkpty", "spawnv", "spawnl", "posix_spawn",
+                "system", "popen", "Thread", "ThreadPoolExecutor", "ProcessPoolExecutor", "start_new_thread"}
 COMPARISON_DUNDERS = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__float__", "__abs__",
                       "__sub__", "__rsub__", "__array__", "__array_ufunc__", "__torch_function__", "__instancecheck__",
                       "__index__", "__int__", "__len__", "__getattribute__"}
@@ -128,6 +137,10 @@ def code_flags(code_cells, helpers=frozenset()):
             if isinstance(node, ast.Attribute) and node.attr in KERNEL_ATTRIBUTES:
                 flags.append(f"kernel: line {node.lineno} uses .{node.attr} (the kernel's own messaging and "
                              f"execution machinery, which can fake or hide a test's result)")
+            what = _escape(node)
+            if what:
+                flags.append(f"escape: line {node.lineno} {what} (work done there is out of the graded call's "
+                             f"watch: a forbidden operator or a large allocation would not be seen)")
             what = introspection(node)
             if what:
                 flags.append(f"introspect: line {node.lineno} {what} (reads the running cell's source or the "
@@ -141,6 +154,28 @@ def code_flags(code_cells, helpers=frozenset()):
                     flags.append(f"helper: line {node.lineno} redefines test helper {name}")
         flags[count:] = [f + where for f in flags[count:]]
     return flags
+
+
+def _escape(node):
+    """What a node does to run work outside the graded call's thread, process or torch modes, or None."""
+    if isinstance(node, ast.Import):
+        hit = [a.name for a in node.names if a.name in ESCAPE_MODULES or a.name.split(".")[0] in ESCAPE_MODULES]
+        return f"imports {hit[0]}" if hit else None
+    if isinstance(node, ast.ImportFrom):
+        module = node.module or ""
+        if module in ESCAPE_MODULES or module.split(".")[0] in ESCAPE_MODULES:
+            return f"imports from {module}"
+        hit = [a.name for a in node.names if a.name in ESCAPE_NAMES or f"{module}.{a.name}" in ESCAPE_MODULES]
+        return f"imports {hit[0]} from {module}" if hit else None
+    if isinstance(node, ast.Attribute) and node.attr in ESCAPE_NAMES:
+        return f"uses .{node.attr}"
+    if isinstance(node, ast.Attribute) and node.attr == "library" and root_name(node) == "torch":
+        return "uses torch.library (a custom operator)"
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__" \
+            and node.args and isinstance(node.args[0], ast.Constant) \
+            and str(node.args[0].value).split(".")[0] in ESCAPE_MODULES:
+        return f"imports {node.args[0].value}"
+    return None
 
 
 def _lying_class(node):
