@@ -110,11 +110,12 @@ def _arrays(args, kwargs):
     return found
 
 
-def _changed(before):
-    """The tensor and array arguments the student's code changed in place: their positions or keywords.
+def _changed(before, in_place=False):
+    """The tensor and array arguments the student's code changed in place: a list of their positions or
+    keywords, or, where the test allows changes in place (cu.in_place_allowed), {key: new contents}.
 
-    Only which ones: never their new contents, so that nothing the kernel computes reaches the test's
-    own tensors (a function that zeroed its input would otherwise zero the reference computed after it)."""
+    Otherwise only which ones: never their contents, so that nothing the kernel computes reaches the
+    test's own tensors (a function that zeroed its input would otherwise zero a reference computed after it)."""
     import numpy as np
     torch = sys.modules.get("torch")
     out = []
@@ -128,7 +129,7 @@ def _changed(before):
             same = value.shape == copy.shape and value.dtype == copy.dtype and value.tobytes() == copy.tobytes()
         if not same:
             out.append(key)
-    return out
+    return {key: encode(before[key][0]) for key in out} if in_place else out
 
 
 @contextlib.contextmanager
@@ -178,7 +179,7 @@ def _other(op, obj, args):
 def serve(request, namespace):
     """Answer one request (pickled bytes) against `namespace` (the notebook's globals); returns JSON text."""
     try:
-        op, target, args, kwargs, forbidden, measure = _Unpickler(io.BytesIO(request)).load()
+        op, target, args, kwargs, forbidden, measure, in_place = _Unpickler(io.BytesIO(request)).load()
     except Exception as e:  # noqa: BLE001: the grader sent what this kernel cannot read: the grader's problem
         return json.dumps({"ok": False, "grader": f"the kernel could not read the request ({type(e).__name__})"})
     changed, memory = [], None
@@ -196,7 +197,7 @@ def serve(request, namespace):
                         value = obj(*args, **kwargs)
                     else:  # args: (call args, call kwargs, grad_output)
                         value = _grads(obj, args[0], args[1], args[2])
-                changed = _changed(before)
+                changed = _changed(before, in_place)
             else:
                 obj = _table()[target]
                 with _forbidding(forbidden):

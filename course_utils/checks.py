@@ -127,6 +127,30 @@ ATEN_NAMES = {
 _FORBIDDEN = []  # names forbidden by the enclosing `forbid` blocks (the grader sends them with its calls)
 
 
+_IN_PLACE = []  # depth of the enclosing `in_place_allowed` blocks (the grader sends it with its calls)
+
+
+@contextlib.contextmanager
+def in_place_allowed():
+    """Inside, a student's function may change the tensors and arrays it is given, as in their notebook.
+
+    In grading, the student's code gets copies of a test's tensors, and a call that changes one in
+    place fails the test; a test that replays the student's own pieces (to charge a mistake once)
+    wraps those calls in this block, and the changes are then copied back into the test's tensors.
+    Outside grading it changes nothing.
+    """
+    _IN_PLACE.append(True)
+    try:
+        yield
+    finally:
+        _IN_PLACE.pop()
+
+
+def in_place_allowed_now():
+    """True inside an `in_place_allowed` block."""
+    return bool(_IN_PLACE)
+
+
 def forbidden_now():
     """The dotted names forbidden by every `forbid` block the caller is inside."""
     return tuple(name for names in _FORBIDDEN for name in names)

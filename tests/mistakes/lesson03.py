@@ -10,6 +10,12 @@ LESSON = "03_queries_keys_values"
 
 
 MISTAKES = {
+    "attention_row computed in float32": ("test_attention_np", """
+        def attention_row(q, K, V):
+            q32, K32, V32 = (np.asarray(t, dtype=np.float32) for t in (q, K, V))
+            weights = softmax(K32 @ q32 / np.float32(np.sqrt(len(q))))
+            return weights @ V32, weights
+    """),
     # softmax
     "softmax without subtracting the maximum": ("test_softmax", """
         def softmax(x, axis=-1):

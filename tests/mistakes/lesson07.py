@@ -237,6 +237,9 @@ MISTAKES = {
     "padding mask inverted": ("test_transformer", _swap(
         _TRANSFORMER, "src_mask = (positions[None, :] < src_lengths[:, None])[:, None, :]",
         "src_mask = (positions[None, :] >= src_lengths[:, None])[:, None, :]")),
+    "padding mask from the PAD tokens instead of the lengths": ("test_transformer", _swap(
+        _TRANSFORMER, "src_mask = (positions[None, :] < src_lengths[:, None])[:, None, :]",
+        "src_mask = (src != PAD)[:, None, :]")),
     "padding mask off by one": ("test_transformer", _swap(
         _TRANSFORMER, "src_mask = (positions[None, :] < src_lengths[:, None])[:, None, :]",
         "src_mask = (positions[None, :] < src_lengths[:, None] - 1)[:, None, :]")),

@@ -431,6 +431,31 @@ MISTAKES = {
             def __len__(self):
                 return self.length
     """),
+    "StaticKVCache refuses a write that fills it exactly (>= for >)": ("test_static_kv_cache", """
+        class StaticKVCache:
+            def __init__(self, batch, heads, max_len, head_dim, dtype=torch.float32, device="cpu"):
+                self.k = torch.zeros(batch, heads, max_len, head_dim, dtype=dtype, device=device)
+                self.v = torch.zeros(batch, heads, max_len, head_dim, dtype=dtype, device=device)
+                self.length = 0
+
+            def write(self, k_new, v_new):
+                end = self.length + k_new.shape[2]
+                if end >= self.k.shape[2]:
+                    raise ValueError(f"only {self.k.shape[2] - self.length} positions left")
+                self.k[:, :, self.length:end] = k_new
+                self.v[:, :, self.length:end] = v_new
+                self.length = end
+                return self.k[:, :, :end], self.v[:, :, :end]
+
+            def __len__(self):
+                return self.length
+    """),
+    "left_pad builds the key mask from ids != pad_id": ("test_left_pad", """
+        _right_left_pad = left_pad
+        def left_pad(prompts, pad_id=0):
+            ids, positions, _ = _right_left_pad(prompts, pad_id)
+            return ids, positions, ids != pad_id
+    """),
     "decode_batch puts generated tokens at column numbers (positions from the padding)": ("test_decode_batch", """
         @torch.no_grad()
         def decode_batch(model, prompts, new_tokens, pad=left_pad, make_cache=StaticKVCache, pad_id=0):
