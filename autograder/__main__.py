@@ -1,11 +1,12 @@
 """python -m autograder: the instructor's command line (release, collect, grade, feedback, export)."""
 import argparse
+import os
 import sys
 from pathlib import Path
 
 from .course import REPO, lesson_ids, release
 
-EPILOG = """a term, from the repository root:
+EPILOG = """In a terminal, from the repository root:
   python -m autograder release                       # notebooks/ and course/ from solutions/
   python -m autograder collect downloads.zip --roster roster.csv
   python -m autograder grade --jobs 2                # everyone; or: grade 01_seq2seq_bottleneck --student alice
@@ -68,8 +69,9 @@ def build_parser():
     p = command("grade", "autograde submissions in a sandbox, in parallel")
     p.add_argument("lessons", nargs="*", metavar="LESSON", help=lessons_help)
     p.add_argument("--student", action="append", metavar="ID", help="grade only this student (repeatable)")
-    p.add_argument("--jobs", type=int, default=1, metavar="N",
-                   help="submissions graded at once, in separate processes (default 1; use the number of cores)")
+    p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
+                   help=f"submissions graded at once, in separate processes (default: the number of cores, "
+                        f"{os.cpu_count() or 1} here)")
     p.add_argument("--cell-timeout", type=int, default=None, metavar="S",
                    help="seconds one cell may run before it is interrupted (default: Execute.timeout in "
                         "autograder/nbgrader_config.py, 120 s, the same as plain nbgrader)")

@@ -191,12 +191,13 @@ def grade_on_cluster(course_root, todo, scheduler, limits=grading.Limits(), log=
             bar.update()
             bar.set_postfix(failed=failed, running=len(futures))
         bar.close()
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # as local grading does: keep what finished, name the rest, exit 130
         for future in futures:
             future.cancel()
         left = sorted(futures.values())
         log(f"interrupted: {len(results)} graded and merged; not graded ({len(left)}): "
             + ", ".join(f"{l}/{s}" for l, s in left))
+        raise grading.GradingInterrupted("SIGINT", results, left) from None
     finally:
         if own_client:
             cluster = getattr(client, "cluster", None)

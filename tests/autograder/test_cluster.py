@@ -148,3 +148,32 @@ def test_worker_killed_mid_run_loses_no_grade(tiny_course, tmp_path, dask_cluste
     assert sorted(s for s, *_ in _rows(grades_csv)) == sorted(s for _, s in todo), "one CSV row per student"
     scores = _flags_and_scores(results)[1]
     assert scores["honest1"][1] == scores["honest1"][2] and scores["honest2"][1] == scores["honest2"][2]
+
+
+def test_ctrl_c_under_a_scheduler_ends_as_local_grading_does(monkeypatch, tmp_path):
+    """Ctrl-C while results arrive: the same GradingInterrupted as local grading (`grade` exits 130), naming
+    what was not graded; it used to return normally (exit 0)."""
+    import distributed
+    from autograder.grading import GradingInterrupted
+
+    class Future:
+        def cancel(self):
+            pass
+
+    class Client:
+        dashboard_link = None
+
+        def submit(self, fn, job, **kwargs):
+            return Future()
+
+    def interrupted(futures):
+        raise KeyboardInterrupt
+        yield  # noqa: unreachable: a generator, as distributed.as_completed is
+
+    monkeypatch.setattr(distributed, "as_completed", interrupted)
+    monkeypatch.setattr(cluster, "_template_gradebook", lambda *a: None)
+    monkeypatch.setattr(cluster, "make_job", lambda *a: {})
+    todo = [("01_x", "alice"), ("01_x", "bob")]
+    with pytest.raises(GradingInterrupted) as stopped:
+        cluster.grade_on_cluster(tmp_path, todo, "tcp://nowhere:1", client=Client(), log=lambda line: None)
+    assert sorted(stopped.value.not_graded) == todo and stopped.value.results == []
