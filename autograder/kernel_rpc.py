@@ -25,7 +25,7 @@ import sys
 
 MAX_ANSWER_BYTES = 64 * 2**20
 BUILTIN_ERRORS = ("ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
-                  "NotImplementedError OverflowError RecursionError RuntimeError StopIteration TypeError "
+                  "NotImplementedError OverflowError RecursionError RuntimeError TypeError "
                   "ValueError ZeroDivisionError MemoryError").split()
 
 

@@ -31,7 +31,7 @@ MAX_ANSWER_CHARS = kernel_rpc.MAX_ANSWER_BYTES  # the kernel's own cap, the one 
 MAX_DIMS = 64
 _BUILTIN_ERRORS = {name: getattr(builtins, name) for name in
                    "ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
-                   "NotImplementedError OverflowError RecursionError RuntimeError StopIteration TypeError "
+                   "NotImplementedError OverflowError RecursionError RuntimeError TypeError "
                    "ValueError ZeroDivisionError MemoryError".split()}
 
 

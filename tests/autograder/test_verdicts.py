@@ -294,3 +294,12 @@ def test_malformed_answers_are_the_graders_problem_not_data():
 def test_free_names_are_what_a_cell_reads_and_never_binds():
     source = "for _i in range(3):\n    y = f(_i) + g\nclass C:\n    pass\nz = [h(w) for w in y]\n%timeit f(1)"
     assert verdicts.free_names(source) == {"f", "g", "h"}
+
+
+@pytest.mark.parametrize("kind", ["StopIteration", "SystemExit", "GraderSideError", "KeyboardInterrupt"])
+def test_an_error_kind_the_kernel_names_outside_the_allow_list_arrives_as_a_runtime_error(kind):
+    """StopIteration raised in a test's generator would end the generator quietly; the others are not the
+    student's to raise here: every kind outside the allow-list is a RuntimeError naming it."""
+    session = verdicts.Session(lambda payload: json.dumps({"ok": False, "error": kind}))
+    with pytest.raises(RuntimeError, match=f"raised {kind}"):
+        session.fetch("f")(1)
