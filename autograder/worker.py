@@ -48,6 +48,9 @@ class Event(str):
         self.kind = kind
         return self
 
+    def __reduce__(self):  # pickled with its kind (a Result travels back from a Dask worker)
+        return Event, (self.kind, str(self))
+
 
 def clean(text):
     """Text that may hold kernel-chosen words, made safe for one event: no control characters, capped."""

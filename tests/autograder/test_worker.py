@@ -47,3 +47,10 @@ def test_the_parent_flags_by_kind_and_a_grader_side_failure_is_flagged_for_revie
     assert flags == ["grader: the grader could not run test cell test_softmax (no readable answer)",
                      "runtime: the kernel died in cell 7 (os._exit, a crash, or a resource limit) (later cells not run)",
                      "integrity: np.allclose was replaced"]
+
+
+def test_an_event_survives_pickling_with_its_kind():
+    """A Result carries its events back from a Dask worker, pickled."""
+    import pickle
+    event = pickle.loads(pickle.dumps(worker.Event("runtime", "the kernel died in cell 2")))
+    assert event == "the kernel died in cell 2" and event.kind == "runtime" and type(event) is worker.Event
