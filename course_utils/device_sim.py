@@ -38,10 +38,10 @@ HOST = torch.device("cpu")
 _MARK = "_course_on_simulated_gpu"
 _RNNS = {torch.gru, torch.lstm, torch.rnn_tanh, torch.rnn_relu}
 # operations that may take a host tensor beside a device tensor on a real GPU
-_MIXING_ALLOWED = {"copy_", "__setitem__", "__getitem__", "index_put_", "index_put", "to", "type_as",
-                   "new_tensor", "new_zeros", "new_ones", "new_empty", "new_full", "__set__", "__get__",
-                   "__repr__", "__format__", "_has_compatible_shallow_copy_type", "set_", "cpu", "cuda",
-                   "tolist", "item", "numel", "size", "dim", "__len__"}
+# (moves and attribute reads are handled before this check: `_move`, `_attribute`)
+_MIXING_ALLOWED = {"copy_", "__setitem__", "__getitem__", "index_put_", "index_put", "new_tensor", "new_zeros",
+                   "new_ones", "new_empty", "new_full", "__repr__", "__format__", "_has_compatible_shallow_copy_type",
+                   "set_", "tolist", "item", "numel", "size", "dim", "__len__"}
 _active = []
 _installed = []  # the context install() entered, kept alive (a collected generator would exit it)
 
