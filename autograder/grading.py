@@ -54,12 +54,9 @@ from .settings import HARD_LIMIT_GRACE_S, Limits, grading_config  # noqa: F401 (
 from .worker import FLAGGED, read_events
 
 
-
 def flag_for(event):
-    """The review flag of an event of a FLAGGED kind: 'runtime: ...', 'integrity: ...' or 'grader: ...'."""
-    if event.kind == "runtime":
-        return f"runtime: {event} (later cells not run)"
-    return event if event.startswith(f"{event.kind}:") else f"{event.kind}: {event}"
+    """The review flag of an event of a FLAGGED kind: '<kind>: <text>' ('runtime' adds that later cells did not run)."""
+    return f"{event.kind}: {event}" + (" (later cells not run)" if event.kind == "runtime" else "")
 
 
 @dataclass

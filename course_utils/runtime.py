@@ -5,6 +5,8 @@ import random
 import numpy as np
 import torch
 
+from . import device_sim
+
 
 def pick_device(prefer=None):
     """Return the best available torch.device: CUDA, then Apple MPS, then CPU.
@@ -15,7 +17,6 @@ def pick_device(prefer=None):
     """
     choice = prefer or os.environ.get("COURSE_DEVICE")
     if choice == "sim":
-        from . import device_sim
         return device_sim.install()
     if choice:
         if choice not in ("cpu", "cuda", "mps"):
@@ -31,7 +32,6 @@ def pick_device(prefer=None):
 
 def computes_on_cpu(device):
     """True when work placed on `device` runs on this machine's CPU (the CPU itself, or a simulated GPU)."""
-    from . import device_sim
     return torch.device(device).type == "cpu" or device_sim.is_simulating()
 
 

@@ -60,7 +60,8 @@ class GradingExecute(SlicedWaits, Execute):
             stdout, error = self._runner.run(cells.grade_id(cell))
         except verdicts.GraderSideError as e:
             stdout, error = "", e
-            event("grader", f"the grader could not run test cell {cells.grade_id(cell)} ({e}): its points are withheld, review it")
+            event("grader", f"the grader could not run test cell {cells.grade_id(cell)} ({e}): its points are "
+                  "withheld, review it")
         if isinstance(error, TimeoutError):
             event("timeout", f"cell {index} timed out: the student's code ran past the cell's limit during its test")
         cell.outputs = verdicts.outputs_for(stdout, error)
@@ -89,7 +90,7 @@ class GradingExecute(SlicedWaits, Execute):
                 self._watch.baseline = self._ask("baseline")
             except Exception as e:  # noqa: BLE001: the grader's problem, never the student's score
                 self._integrity_off = True
-                event("integrity", f"integrity: not checked: the grader's check could not start ({e})")
+                event("integrity", f"not checked: the grader's check could not start ({e})")
         if cells.is_test(cell) and cells.grade_id(cell) in self._tests.tests:
             cell = self._run_test_here(cell, index)
         else:
@@ -103,7 +104,7 @@ class GradingExecute(SlicedWaits, Execute):
                 for change in changes:
                     if change not in self._reported:
                         self._reported.add(change)
-                        event("integrity", f"integrity: {change} (first seen after test cell {cells.grade_id(cell)})")
+                        event("integrity", f"{change} (first seen after test cell {cells.grade_id(cell)})")
         return cell, resources
 
 

@@ -24,9 +24,9 @@ def test_kernel_text_with_a_newline_cannot_forge_a_second_event(events):
 
 
 def test_event_text_is_stripped_of_control_characters_and_capped(events):
-    worker.event("integrity", "integrity: \x1b[31mred\x00\u2028" + "x" * 2000)
+    worker.event("integrity", "np.allclose: \x1b[31mred\x00\u2028" + "x" * 2000)
     (found,) = worker.read_events(events)
-    assert found.startswith("integrity: ") and "red" in found and len(found) == worker.MAX_EVENT_CHARS
+    assert found.startswith("np.allclose: ") and "red" in found and len(found) == worker.MAX_EVENT_CHARS
     assert not any(ord(c) < 32 or c == "\u2028" for c in found)
 
 
@@ -42,7 +42,7 @@ def test_the_parent_flags_by_kind_and_a_grader_side_failure_is_flagged_for_revie
     worker.event("grader", "the grader could not run test cell test_softmax (no readable answer)")
     worker.event("runtime", "the kernel died in cell 7 (os._exit, a crash, or a resource limit)")
     worker.event("timeout", "cell 4 timed out after 30 s")
-    worker.event("integrity", "integrity: np.allclose was replaced")
+    worker.event("integrity", "np.allclose was replaced")
     flags = [flag_for(e) for e in worker.read_events(events) if e.kind in worker.FLAGGED]
     assert flags == ["grader: the grader could not run test cell test_softmax (no readable answer)",
                      "runtime: the kernel died in cell 7 (os._exit, a crash, or a resource limit) (later cells not run)",
