@@ -144,22 +144,23 @@ class _Placement(TorchFunctionMode):
             return self._move(func, name, args, kwargs)
 
         tensors = _tensors(args, kwargs)
-        if "device" not in kwargs and "generator" not in kwargs and not any(_on(t) for t in tensors):
+        from_device = any(_on(t) for t in tensors)
+        if "device" not in kwargs and "generator" not in kwargs and not from_device:
             return func(*args, **kwargs)                     # host work, the common case: nothing to check
         target = _is_gpu(kwargs.get("device"))
         if target is not None:
             kwargs = {**kwargs, "device": HOST}
-        on_gpu = bool(target) or any(_on(t) for t in tensors)
+        on_gpu = bool(target) or from_device
         if on_gpu and name not in _MIXING_ALLOWED:
             host = [t for t in tensors if not _on(t) and t.dim() > 0]
-            if host and (target is None or any(_on(t) for t in tensors)):
+            if host and (target is None or from_device):
                 raise RuntimeError(
                     f"Expected all tensors to be on the same device, but found at least two devices, "
                     f"cuda:0 and cpu! (simulated GPU, in {name or func}: a host tensor of shape "
                     f"{tuple(host[0].shape)} met a tensor on the GPU; make it with device=... or .to(device))")
         _check_generator(name or str(func), kwargs.get("generator"), on_gpu)
         out = func(*args, **kwargs)
-        if on_gpu and name not in ("copy_", "__setitem__", "cpu", "tolist", "item"):
+        if on_gpu and name not in ("copy_", "__setitem__", "tolist", "item"):
             for t in pytree.tree_leaves(out):
                 _mark(t)
                 _refuse_float64(t, name)
