@@ -100,14 +100,20 @@ def run_in_kernel(kc, code):
     return reply["content"]["status"]
 
 
+def _session(kernel):
+    """A Session over the kernel fixture's client, as grading builds one (a 30 s limit per request)."""
+    km, kc = kernel
+    transport = verdicts.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: __import__("time").monotonic() + 30,
+                                          on_timeout=km.interrupt_kernel, is_alive=km.is_alive)
+    return verdicts.Session(transport)
+
+
 def grade(kernel, student_code):
     """{grade_id: None (passed) or the error} with `student_code` run in a fresh kernel first."""
     km, kc = kernel
     run_in_kernel(kc, SETUP)
     run_in_kernel(kc, student_code)
-    transport = verdicts.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: __import__("time").monotonic() + 30,
-                                          on_timeout=km.interrupt_kernel, is_alive=km.is_alive)
-    runner = verdicts.LessonTests(lesson()).runner(verdicts.Session(transport))
+    runner = verdicts.LessonTests(lesson()).runner(_session(kernel))
     return {grade_id: runner.run(grade_id)[1] for grade_id in TESTS}
 
 
@@ -213,13 +219,6 @@ def test_an_argument_changed_in_place_fails_the_call_and_never_reaches_the_tests
     with pytest.raises(AssertionError, match=r"shift\(\.\.\.\) changed its input in place \(argument 1\)"):
         session.fetch("shift")(x)
     assert x.tolist() == [3.0, 4.0]
-
-
-def _session(kernel):
-    km, kc = kernel
-    transport = verdicts.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: __import__("time").monotonic() + 30,
-                                          on_timeout=km.interrupt_kernel, is_alive=km.is_alive)
-    return verdicts.Session(transport)
 
 
 def test_an_answer_that_zeroes_its_input_cannot_zero_a_reference_computed_after_it(kernel):
