@@ -10,6 +10,11 @@ MAX_ANSWER_BYTES of it (the one limit: remote.py reads it from here). Arguments 
 an argument the student's code changes in place is reported by position, and the grader's test
 fails it (its own tensors never change).
 
+Objects the grader does not send (the test's own code: a fake model, a reference function, a
+lambda) arrive *lent*: a `Lent` stand-in whose calls, public attributes, len, items and truth
+are questions to the grader, asked with the kernel's `input()` (Jupyter's stdin channel) while
+the request runs. A stand-in works only during the request that brought it.
+
 This file is sent as source with every request and run in a fresh namespace (`serve` below),
 so there is nothing stored in the kernel that a cell could replace except the handle table.
 Whatever the student's code changes here, it can only change the data it sends back, which is
@@ -40,10 +45,66 @@ def _table():
     return holder.objects
 
 
+_LENDING = {"ask": None}  # this request's way to ask the grader: None once the request is over
+
+
+class Lent:
+    """A stand-in for an object the grader lent to this request: every use is a question to the grader."""
+    __slots__ = ("_number", "_label")
+
+    def __init__(self, number, label):
+        object.__setattr__(self, "_number", number)
+        object.__setattr__(self, "_label", label)
+
+    def __call__(self, *args, **kwargs):
+        return _ask_grader("call", self, args, kwargs)
+
+    def __getattr__(self, name):
+        if name.startswith("_"):
+            raise AttributeError(f"the test's {self._label} shows only its public attributes, not {name!r}")
+        return _ask_grader("getattr", self, (name,))
+
+    def __setattr__(self, name, value):
+        raise AttributeError(f"the test's {self._label} cannot be changed")
+
+    def __len__(self):
+        return _ask_grader("len", self)
+
+    def __iter__(self):
+        return iter(_ask_grader("list", self))
+
+    def __next__(self):
+        return _ask_grader("next", self)
+
+    def __getitem__(self, key):
+        return _ask_grader("getitem", self, (key,))
+
+    def __bool__(self):
+        return _ask_grader("bool", self)
+
+    def __repr__(self):
+        return f"<the test's {self._label}>"
+
+
+def _ask_grader(op, lent, args=(), kwargs=None):
+    ask = _LENDING["ask"]
+    if ask is None:
+        raise RuntimeError(f"the test's {lent._label} was lent only for the call it was passed to")
+    question = json.dumps({"op": op, "id": lent._number, "args": encode(list(args)), "kwargs": encode(dict(kwargs or {}))})
+    kind, value = _Unpickler(io.BytesIO(base64.b64decode(ask(question)))).load()
+    if kind == "ok":
+        return value
+    error = getattr(builtins, str(value), None)
+    if not (isinstance(error, type) and issubclass(error, Exception)):
+        error = RuntimeError
+    raise error(f"the test's {lent._label} raised {value} (run this test cell in your notebook to see why)")
+
+
 class _Unpickler(pickle.Unpickler):
     def persistent_load(self, pid):
-        kind, number = pid
-        return _table()[number]
+        if pid[0] == "g":
+            return Lent(int(pid[1]), str(pid[2]))
+        return _table()[pid[1]]
 
 
 def _keep(value):
@@ -61,6 +122,8 @@ def encode(value, depth=0):
         return {"t": "handle", "id": _keep(value), "kind": type(value).__name__[:60]}
     if value is None or type(value) in (bool, str):
         return value if value is not None else {"t": "none"}
+    if type(value) is Lent:
+        return {"t": "lent", "id": object.__getattribute__(value, "_number")}
     if type(value) is int:
         return {"t": "int", "v": str(value)}
     if type(value) is float:
@@ -88,6 +151,10 @@ def encode(value, depth=0):
         return {"t": "npscalar", "dtype": str(array.dtype), "b64": base64.b64encode(array.tobytes()).decode()}
     if torch is not None and type(value) is torch.dtype:
         return {"t": "dtype", "v": str(value).replace("torch.", "")}
+    if torch is not None and type(value) is torch.device:
+        return {"t": "device", "v": str(value)}
+    if type(value) is slice:
+        return {"t": "slice", "items": [encode(v, depth + 1) for v in (value.start, value.stop, value.step)]}
     if torch is not None and type(value) is torch.Size:
         return {"t": "tuple", "items": [encode(int(s), depth + 1) for s in value]}
     if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
@@ -176,8 +243,18 @@ def _other(op, obj, args):
     raise ValueError(f"unknown request {op!r}")
 
 
-def serve(request, namespace):
-    """Answer one request (pickled bytes) against `namespace` (the notebook's globals); returns JSON text."""
+def serve(request, namespace, ask_grader=None):
+    """Answer one request (pickled bytes) against `namespace` (the notebook's globals); returns JSON text.
+
+    ask_grader(question text) -> answer text: how a lent object asks the grader (None: nothing can be lent)."""
+    _LENDING["ask"] = ask_grader
+    try:
+        return _serve(request, namespace)
+    finally:
+        _LENDING["ask"] = None
+
+
+def _serve(request, namespace):
     try:
         op, target, args, kwargs, forbidden, measure, in_place = _Unpickler(io.BytesIO(request)).load()
     except Exception as e:  # noqa: BLE001: the grader sent what this kernel cannot read: the grader's problem
@@ -221,6 +298,7 @@ def handle_request(b64_request):
     """Entry point in the kernel: the notebook's namespace is IPython's user namespace."""
     shell = builtins.__dict__.get("get_ipython", lambda: None)()
     namespace = shell.user_ns if shell is not None else vars(sys.modules["__main__"])
-    answer = serve(base64.b64decode(b64_request), namespace)
+    kernel = getattr(shell, "kernel", None)
+    answer = serve(base64.b64decode(b64_request), namespace, getattr(kernel, "raw_input", None))
     _table()
     sys.modules["__autograder_handles__"].answer = answer

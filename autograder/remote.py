@@ -1,13 +1,23 @@
 """The grader's channel into a student's kernel: handles on kernel objects, and data back.
 
 verdicts.py runs a test cell on the grader's side; every time the test touches a student
-object it goes through a Session: a request (pickled here with cloudpickle: arguments by value,
-`Remote` handles by id) answered by kernel_rpc.py in the kernel, whose answer is JSON holding
-only plain data (numbers, strings, tensors and arrays as raw bytes, containers of these) or ids
-of objects that stay in the kernel. Answers are decoded strictly here (allow-listed dtypes,
-shapes that match their bytes, bounded sizes); anything else is a GraderSideError, never data.
-The transport is a function `bytes -> answer text`: over a Jupyter kernel (kernel_transport) in
-grading, or in this process (in_process_transport) for tests and `verdicts check`.
+object it goes through a Session: a request (a pickle made here: arguments by value, `Remote`
+handles by id) answered by kernel_rpc.py in the kernel, whose answer is JSON holding only plain
+data (numbers, strings, tensors and arrays as raw bytes, containers of these) or ids of objects
+that stay in the kernel. Answers are decoded strictly here (allow-listed dtypes, shapes that
+match their bytes, bounded sizes); anything else is a GraderSideError, never data.
+
+Code never travels into the kernel. The request is a plain pickle (never cloudpickle), so a
+function or class goes only by reference to an importable module; whatever a test or the
+grader's set-up defined (a fake model, a reference function, a lambda), and any method or
+generator, is *lent*: the kernel gets a stand-in whose every use (a call, a public attribute,
+len, items) is a question back to the grader, asked over Jupyter's stdin channel while the
+request runs, and answered here with data or another lent object. A lent object lives for one
+request: kept by the student's code, it answers nothing later.
+
+The transport is a function `(bytes, answer_callback) -> answer text`: over a Jupyter kernel
+(kernel_transport) in grading, or in this process (in_process_transport) for tests and
+`verdicts check`.
 """
 import ast
 import base64
@@ -16,7 +26,10 @@ import contextlib
 import io
 import json
 import math
+import pickle
+import re
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +42,8 @@ TORCH_ONLY = {"bfloat16"}
 STUB = (Path(__file__).with_name("kernel_rpc.py")).read_text()
 MAX_ANSWER_CHARS = kernel_rpc.MAX_ANSWER_BYTES  # the kernel's own cap, the one limit on an answer
 MAX_DIMS = 64
+TEST_MODULE = "__grader_test__"  # the module name of every test cell's and grader-setup cell's definitions
+CALLBACK_OPS = {"call", "getattr", "len", "list", "getitem", "bool", "next"}
 _BUILTIN_ERRORS = {name: getattr(builtins, name) for name in
                    "ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
                    "NotImplementedError OverflowError RecursionError RuntimeError TypeError "
@@ -103,20 +118,30 @@ def _copy_back(original, changed):
 
 # ------------------------------------------------------------------ the conversation with the kernel
 
-def _pickle(request):
-    import cloudpickle
-
-    class Pickler(cloudpickle.Pickler):
-        def persistent_id(self, obj):
-            return ("h", object.__getattribute__(obj, "_id")) if type(obj) is Remote else None
-
-    out = io.BytesIO()
-    Pickler(out, protocol=4).dump(request)
-    return out.getvalue()
+_CALLBACK_ERRORS = set(_BUILTIN_ERRORS) | {"StopIteration"}
 
 
-def _decode(value, session, label, depth=0):
-    """A kernel answer as plain values built here; anything unexpected is a GraderSideError."""
+class _LendThis:
+    """Marks an answer that a pickle cannot carry (a lent object's odd result): it is lent instead."""
+    __slots__ = ("value",)
+
+    def __init__(self, value):
+        self.value = value
+
+
+def _stays_here(obj):
+    """True for what the grader lends instead of sending: test-made code and objects, methods, generators."""
+    if isinstance(obj, (types.FunctionType, type)):
+        return obj.__module__ == TEST_MODULE or "<" in obj.__qualname__  # (a lambda, a function made in a function)
+    if isinstance(obj, (types.MethodType, types.GeneratorType, types.CodeType, types.FrameType, types.ModuleType)):
+        return True
+    return type(obj).__module__ == TEST_MODULE
+
+
+def _decode(value, session, label, depth=0, lent=None):
+    """A kernel answer as plain values built here; anything unexpected is a GraderSideError.
+
+    `lent`: the arguments of a call on a lent object, which may hold lent objects but no kernel handles."""
     import torch
     if depth > 25:
         raise GraderSideError("answer nested too deeply")
@@ -156,19 +181,37 @@ def _decode(value, session, label, depth=0):
         if name not in DTYPES | TORCH_ONLY:
             raise GraderSideError(f"unexpected dtype {name!r}")
         return getattr(torch, name)
+    if kind == "device":
+        name = str(value["v"])
+        if not re.fullmatch(r"(cpu|cuda|mps|xpu|meta)(:\d{1,3})?", name):
+            raise GraderSideError(f"unexpected device {name[:40]!r}")
+        return torch.device(name)
+    if kind == "slice":
+        parts = [_decode(v, session, label, depth + 1, lent) for v in value["items"]]
+        if len(parts) != 3 or any(p is not None and type(p) is not int for p in parts):
+            raise GraderSideError("a malformed slice")
+        return slice(*parts)
     if kind in ("tuple", "list"):
-        items = [_decode(v, session, f"{label}[{i}]", depth + 1) for i, v in enumerate(value["items"])]
+        items = [_decode(v, session, f"{label}[{i}]", depth + 1, lent) for i, v in enumerate(value["items"])]
         return tuple(items) if kind == "tuple" else items
     if kind == "dict":
         out = {}
         for k, v in value["items"]:
-            key = _decode(k, session, label, depth + 1)
+            key = _decode(k, session, label, depth + 1, lent)
             if type(key) not in (str, int):
                 raise GraderSideError("a dict key that is not a str or int")
-            out[key] = _decode(v, session, f"{label}[{key!r}]", depth + 1)
+            out[key] = _decode(v, session, f"{label}[{key!r}]", depth + 1, lent)
         return out
     if kind == "handle":
+        if lent is not None:  # the kernel is waiting for this call's answer: it cannot be asked about its objects
+            raise TypeError("the test's objects take tensors, arrays, numbers, strings and containers of these, "
+                            "not objects of your notebook")
         return Remote(session, int(value["id"]), label)
+    if kind == "lent" and lent is not None:
+        number = int(value["id"])
+        if number not in lent:
+            raise TypeError("an object the test did not lend to this call")
+        return lent[number]
     raise GraderSideError(f"unknown answer kind {kind!r}")
 
 
@@ -187,23 +230,109 @@ def _no_modes():
 
 
 class Session:
-    """One kernel's conversation: `transport(bytes) -> answer text`."""
+    """One kernel's conversation: `transport(bytes, answer_callback) -> answer text`."""
 
     def __init__(self, transport):
         self.transport = transport
         self.requests = 0
+        self.lent = {}  # {id: object} lent to the kernel for the request under way (ids never reused)
+        self._next_id = 0
+        self._in_callback = False
+        self._grader_failure = None
 
     def ask(self, op, target, args, kwargs, label):
+        if self._in_callback:  # a lent object asked the kernel while the kernel waits for that object
+            raise GraderSideError("a test's object asked the student's kernel while the kernel was waiting for it")
         with _no_modes():  # the test's own modes (forbid, TensorMemory) are sent with the request, for the kernel's work
-            return self._ask(op, target, args, kwargs, label)
+            try:
+                return self._ask(op, target, args, kwargs, label)
+            finally:
+                self.lent.clear()  # lent for one request: a kept stand-in answers nothing later
+
+    def _pickle(self, value):
+        """`value` as a plain pickle: Remote handles by id, test-made objects lent (see the module docstring)."""
+        session = self
+
+        class Pickler(pickle.Pickler):
+            def persistent_id(self, obj):
+                if type(obj) is Remote:
+                    return ("h", object.__getattribute__(obj, "_id"))
+                if type(obj) is _LendThis:
+                    obj = obj.value
+                elif not _stays_here(obj):
+                    return None
+                label = getattr(obj, "__qualname__", None)
+                return ("g", session._lend(obj), (label if type(label) is str else type(obj).__qualname__)[:60])
+
+        out = io.BytesIO()
+        Pickler(out, protocol=4).dump(value)
+        return out.getvalue()
+
+    def _lend(self, obj):
+        self._next_id += 1
+        self.lent[self._next_id] = obj
+        return self._next_id
+
+    def answer_callback(self, text):
+        """The kernel's question about a lent object (JSON text): the reply, base64 of a pickle
+        ("ok", value) or ("error", kind). The object runs here, as the test's own code."""
+        self._in_callback = True
+        try:
+            try:
+                with _no_modes():  # (in this process's transport, the kernel side's modes are on the stack)
+                    value = ("ok", self._callback(text))
+            except GraderSideError as e:  # not the student's doing: the request fails as the grader's (see _ask)
+                self._grader_failure = self._grader_failure or e
+                value = ("error", "RuntimeError")
+            except (KeyboardInterrupt, SystemExit):
+                raise
+            except BaseException as e:  # noqa: BLE001: the kernel's call failed: its kind goes back, no message
+                value = ("error", next((k.__name__ for k in type(e).__mro__ if k.__name__ in _CALLBACK_ERRORS),
+                                       "RuntimeError"))
+            try:
+                reply = self._pickle(value)
+            except Exception:  # noqa: BLE001: an answer pickle cannot carry: lend it instead
+                reply = self._pickle(("ok", _LendThis(value[1])))
+            return base64.b64encode(reply).decode()
+        finally:
+            self._in_callback = False
+
+    def _callback(self, text):
+        if not isinstance(text, str) or len(text) > 2 * MAX_ANSWER_CHARS:
+            raise ValueError("a question too large")
+        question = json.loads(text)
+        op, number = question["op"], int(question["id"])
+        if op not in CALLBACK_OPS or number not in self.lent:
+            raise TypeError("not a question about an object lent to this call")
+        target = self.lent[number]
+        args = _decode(question.get("args"), self, "argument", lent=self.lent)
+        kwargs = _decode(question.get("kwargs"), self, "argument", lent=self.lent)
+        if type(args) is not list or type(kwargs) is not dict:
+            raise TypeError("malformed arguments")
+        if op == "call":
+            return target(*args, **kwargs)
+        if op == "getattr":
+            name = args[0] if args else None
+            if type(name) is not str or name.startswith("_"):  # never __dict__, __code__, __globals__, _parameters
+                raise AttributeError("a test's object shows only its public attributes")
+            return getattr(target, name)
+        if op == "getitem":
+            return target[args[0]]
+        return {"len": len, "list": list, "bool": bool, "next": next}[op](target)
 
     def _ask(self, op, target, args, kwargs, label):
         from course_utils.checks import ForbiddenCall, forbidden_now, in_place_allowed_now
         from course_utils.memory import measuring
         forbidden, meters, in_place = forbidden_now(), measuring(), in_place_allowed_now()
-        payload = _pickle((op, target, tuple(args), dict(kwargs), forbidden, bool(meters), in_place))
+        try:
+            payload = self._pickle((op, target, tuple(args), dict(kwargs), forbidden, bool(meters), in_place))
+        except (pickle.PicklingError, TypeError, AttributeError) as e:
+            raise GraderSideError(f"the test's arguments could not be sent ({type(e).__name__}: {str(e)[:200]})") from None
         self.requests += 1
-        text = self.transport(payload)
+        self._grader_failure = None
+        text = self.transport(payload, self.answer_callback)
+        if self._grader_failure is not None:
+            raise self._grader_failure
         if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
             raise GraderSideError("no answer, or an answer too large")
         try:
@@ -255,7 +384,7 @@ def in_process_transport(namespace):
     """A transport that serves requests from a namespace in this process (tests and the mistakes data)."""
     stub = {"__name__": "__autograder_rpc__"}
     exec(compile(STUB, "<kernel_rpc>", "exec"), stub)
-    return lambda payload: stub["serve"](payload, namespace)
+    return lambda payload, answer_callback: stub["serve"](payload, namespace, answer_callback)
 
 
 def kernel_code(payload):
@@ -272,23 +401,42 @@ ANSWER_EXPRESSION = "__import__('sys').modules['__autograder_handles__'].__dict_
 
 # ------------------------------------------------------------------ asking a Jupyter kernel
 
-def kernel_transport(kc, get_shell_msg, deadline, on_timeout=None, is_alive=None):
+def kernel_transport(kc, get_shell_msg, deadline, on_timeout=None, is_alive=None, get_stdin_msg=None):
     """A transport over a jupyter KernelClient: one silent execute per request.
 
-    get_shell_msg(timeout): the next shell message (raises queue.Empty); deadline(): the monotonic
-    time by which the answer must come (the cell's timeout); past it, `on_timeout()` (interrupt
-    the kernel) is called and TimeoutError raised; `is_alive()` False raises DeadKernelError.
+    get_shell_msg(timeout) and get_stdin_msg(timeout): the next message of the shell and stdin channels
+    (raise queue.Empty); deadline(): the monotonic time by which the answer must come (the cell's
+    timeout); past it, `on_timeout()` (interrupt the kernel) is called and TimeoutError raised;
+    `is_alive()` False raises DeadKernelError. A question about a lent object comes as an input_request
+    on the stdin channel, and its answer goes back as the input_reply.
     """
     from queue import Empty
 
-    def transport(payload):
-        msg_id = kc.execute(kernel_code(payload), silent=True, store_history=False,
-                            user_expressions={"answer": ANSWER_EXPRESSION}, allow_stdin=False, stop_on_error=False)
-        limit, interrupted = deadline(), False
-        while True:
+    def questions(msg_id, answer_callback):
+        """Answer every question the request has asked so far; True if there was one."""
+        asked = False
+        while get_stdin_msg is not None:
             try:
-                msg = get_shell_msg(timeout=0.1)
+                msg = get_stdin_msg(timeout=0)
             except Empty:
+                return asked
+            if msg.get("parent_header", {}).get("msg_id") == msg_id and msg.get("msg_type") == "input_request":
+                kc.input(answer_callback(msg.get("content", {}).get("prompt")))
+                asked = True
+        return asked
+
+    def transport(payload, answer_callback):
+        msg_id = kc.execute(kernel_code(payload), silent=True, store_history=False,
+                            user_expressions={"answer": ANSWER_EXPRESSION}, allow_stdin=get_stdin_msg is not None,
+                            stop_on_error=False)
+        limit, interrupted, wait = deadline(), False, 0.005
+        while True:
+            if questions(msg_id, answer_callback):
+                wait = 0.005  # a conversation under way: look again soon
+            try:
+                msg = get_shell_msg(timeout=wait)
+            except Empty:
+                wait = min(0.1, wait * 2)
                 if is_alive is not None and not is_alive():
                     from nbclient.exceptions import DeadKernelError
                     raise DeadKernelError("the kernel died while the student's code ran") from None

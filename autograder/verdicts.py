@@ -5,10 +5,13 @@ and executed here, in the grading process, with this process's own numpy, torch 
 course_utils. Its namespace holds what the source notebook's `grader-setup` cells define (run
 here once, in order) and the import statements of the source's other ready-made cells. Every
 other name the test reads (the student's answers, the notebook's variables) is fetched from the
-kernel through a Session (remote.py) answered by `kernel_rpc`: plain data (tensors, arrays, numbers, strings and containers of
-them) arrives as a copy, anything else as a `Remote` handle whose calls, attributes, len(),
-iteration and indexing are requests to the kernel. Arguments travel by value (cloudpickle),
-handles by id; tensors and arrays changed in place by the student's code are copied back.
+kernel through a Session (remote.py) answered by `kernel_rpc`: plain data (tensors, arrays,
+numbers, strings and containers of them) arrives as a copy, anything else as a `Remote` handle
+whose calls, attributes, len(), iteration and indexing are requests to the kernel. Arguments
+travel by value as data only, handles by id; what the test itself defined (a fake model, a
+reference function) is lent, never sent: it runs here when the student's code uses it. A call
+that changes its tensor or array arguments in place fails (unless the test allows it), and the
+test's own tensors never change.
 
 So the student's code runs only inside those requests, and the comparisons, the reference
 values and the hidden test's source stay here: nothing patched in the kernel takes part in a
@@ -24,7 +27,7 @@ import io
 from pathlib import Path
 
 from . import cells
-from .remote import GraderSideError, Session, in_process_transport, kernel_transport  # noqa: F401 (the channel)
+from .remote import TEST_MODULE, GraderSideError, Session, in_process_transport, kernel_transport  # noqa: F401
 
 SETUP_TAG = "grader-setup"
 
@@ -107,7 +110,7 @@ class TestRunner:
         self.defined = set()
 
     def _start(self):
-        self.namespace = {"__name__": "__grader_test__", "__builtins__": builtins}
+        self.namespace = {"__name__": TEST_MODULE, "__builtins__": builtins}
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
             exec(compile(self.lesson.setup, "<grader-setup>", "exec"), self.namespace)
         self.defined = set(self.namespace)

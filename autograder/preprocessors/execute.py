@@ -53,7 +53,8 @@ class GradingExecute(SlicedWaits, Execute):
         if self._runner is None:
             transport = verdicts.kernel_transport(
                 self.kc, run_sync(self.kc.shell_channel.get_msg), deadline=lambda: self._test_deadline,
-                on_timeout=run_sync(self.km.interrupt_kernel), is_alive=run_sync(self.km.is_alive))
+                on_timeout=run_sync(self.km.interrupt_kernel), is_alive=run_sync(self.km.is_alive),
+                get_stdin_msg=run_sync(self.kc.stdin_channel.get_msg))
             self._runner = self._tests.runner(verdicts.Session(transport))
         self._test_deadline = time.monotonic() + (self.timeout or 60)
         try:

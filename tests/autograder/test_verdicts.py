@@ -104,7 +104,8 @@ def _session(kernel):
     """A Session over the kernel fixture's client, as grading builds one (a 30 s limit per request)."""
     km, kc = kernel
     transport = verdicts.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: __import__("time").monotonic() + 30,
-                                          on_timeout=km.interrupt_kernel, is_alive=km.is_alive)
+                                          on_timeout=km.interrupt_kernel, is_alive=km.is_alive,
+                                          get_stdin_msg=kc.get_stdin_msg)
     return verdicts.Session(transport)
 
 
@@ -277,15 +278,15 @@ def test_memory_made_by_the_students_code_in_the_kernel_is_measured_for_the_test
 
 
 def test_malformed_answers_are_the_graders_problem_not_data():
-    session = verdicts.Session(lambda payload: json.dumps({"ok": True, "value": {"t": "tensor", "dtype": "object",
+    session = verdicts.Session(lambda payload, answer_callback: json.dumps({"ok": True, "value": {"t": "tensor", "dtype": "object",
                                                                                   "shape": [1], "b64": ""}}))
     with pytest.raises(verdicts.GraderSideError):
         session.fetch("x")
-    session = verdicts.Session(lambda payload: json.dumps({"ok": True, "value": {"t": "ndarray", "dtype": "float64",
+    session = verdicts.Session(lambda payload, answer_callback: json.dumps({"ok": True, "value": {"t": "ndarray", "dtype": "float64",
                                                                                   "shape": [1000000], "b64": "AAAA"}}))
     with pytest.raises(verdicts.GraderSideError):
         session.fetch("x")
-    session = verdicts.Session(lambda payload: "not json")
+    session = verdicts.Session(lambda payload, answer_callback: "not json")
     with pytest.raises(verdicts.GraderSideError):
         session.fetch("x")
 
@@ -299,6 +300,6 @@ def test_free_names_are_what_a_cell_reads_and_never_binds():
 def test_an_error_kind_the_kernel_names_outside_the_allow_list_arrives_as_a_runtime_error(kind):
     """StopIteration raised in a test's generator would end the generator quietly; the others are not the
     student's to raise here: every kind outside the allow-list is a RuntimeError naming it."""
-    session = verdicts.Session(lambda payload: json.dumps({"ok": False, "error": kind}))
+    session = verdicts.Session(lambda payload, answer_callback: json.dumps({"ok": False, "error": kind}))
     with pytest.raises(RuntimeError, match=f"raised {kind}"):
         session.fetch("f")(1)

@@ -470,3 +470,12 @@ MISTAKES = {
     "nothing returned for a row in which no hypothesis finished": ("test_beam_search", _swap(
         _BEAM, "if unfinished.any():", "if False:")),
 }
+
+
+# Seq2Seq.forward is checked with your own Encoder and Decoder loaded with known weights; it is accepted
+# if it agrees with stepping correct parts or yours. An encoder whose outputs are not plain tensors gives
+# the grader no context to step from, so the Seq2Seq test has nothing to compare with.
+ALSO_FAILS = {
+    "encoder whose outputs are a tensor subclass that always compares equal": (
+        ("test_seq2seq_forward",), "its context is not a plain tensor: stepping from it cannot be computed"),
+}
