@@ -29,7 +29,8 @@ and code passed as a constant string to eval/exec/compile is checked like a cell
 - `kernel`: reaches the kernel's own machinery (displayhook, AST/input transformers,
   showtraceback, custom exception handlers, trace hooks), which can fake or hide a result;
 - `structure`: a test cell deleted, edited, duplicated or turned into Markdown (or raw) (nbgrader
-  restores edited and converted cells and grades them; a deleted test cell scores zero).
+  restores edited and converted cells and grades them; a deleted test cell scores zero), or a graded
+  cell moved out of its released order (grading runs cells in the submitted order).
 
 One module per kind of rule: `code` (patch, eq, lie, helper, reach, kernel, over every cell and the
 code passed to eval/exec/compile), `introspect` and `history` (the introspect rule, and whose a

@@ -1,4 +1,4 @@
-"""The `structure` rule: test cells deleted, edited, duplicated or turned into another kind of cell."""
+"""The `structure` rule: test cells deleted, edited, duplicated, moved or turned into another kind of cell."""
 import re
 
 from .. import cells
@@ -29,7 +29,40 @@ def structure_flags(submitted_nb, source_nb):
             flags.append(f"structure: locked cell {gid} was edited (nbgrader restores it)")
         elif src is not None and cells.HIDDEN_BEGIN in src.source and not _same_visible(cell.source, src.source):
             flags.append(f"structure: test cell {gid} was edited (nbgrader restores it)")
+    return flags + _moved(submitted_nb, source_nb)
+
+
+def _moved(submitted_nb, source_nb):
+    """Graded cells out of their released order: a test that now runs before an earlier answer or test.
+
+    Grading runs the cells in the submitted order, so a test cell moved up can run while the
+    kernel holds what a later cell would have made; each move is named for the instructor."""
+    order = {}
+    for cell in source_nb.cells:
+        if cells.grade_id(cell) and cells.grade_id(cell) not in order:
+            order[cells.grade_id(cell)] = len(order)
+    kept, seen = [], set()
+    for cell in submitted_nb.cells:
+        gid = cells.grade_id(cell)
+        if gid in order and gid not in seen:
+            seen.add(gid)
+            kept.append(gid)
+    in_place = _longest_increasing(kept, order)  # the cells that kept their order; the others moved
+    flags = []
+    for i, gid in enumerate(kept):
+        if gid not in in_place:
+            after = f"below {kept[i - 1]}" if i else "to the top"
+            flags.append(f"structure: cell {gid} was moved {after} (grading runs cells in the submitted order)")
     return flags
+
+
+def _longest_increasing(gids, order):
+    """The largest set of `gids` (in their order) whose released order also increases."""
+    best = {}  # gid: the longest increasing run ending at it
+    for i, gid in enumerate(gids):
+        runs = [best[g] for g in gids[:i] if order[g] < order[gid]]
+        best[gid] = max(runs, key=len, default=[]) + [gid]
+    return set(max(best.values(), key=len, default=[]))
 
 
 def _same_visible(submitted, source):

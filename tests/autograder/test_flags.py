@@ -80,6 +80,20 @@ def test_duplicated_cell_is_flagged():
     assert any("answer appears 2 times" in f for f in flag_submission(submitted, SOURCE))
 
 
+def test_a_test_cell_moved_out_of_its_released_order_is_flagged_by_name():
+    source = _notebook(("a1", "x = 1", {"solution": True}), ("t1", "assert x", {"grade": True, "locked": True}),
+                       ("a2", "y = 1", {"solution": True}), ("t2", "assert y", {"grade": True, "locked": True}),
+                       ("a3", "z = 1", {"solution": True}), ("t3", "assert z", {"grade": True, "locked": True}))
+    assert flag_submission(source, source) == []
+    moved = _notebook(*[(cells_gid, "pass", {}) for cells_gid in ("a1", "t3", "t1", "a2", "t2", "a3")])
+    for cell, gid in zip(moved.cells, ("a1", "t3", "t1", "a2", "t2", "a3")):
+        cell.source = next(c.source for c in source.cells if c.metadata["nbgrader"]["grade_id"] == gid)
+        cell.metadata["nbgrader"] = next(c.metadata["nbgrader"] for c in source.cells
+                                         if c.metadata["nbgrader"]["grade_id"] == gid)
+    flags = [f for f in flag_submission(moved, source) if "moved" in f]
+    assert flags == ["structure: cell t3 was moved below a1 (grading runs cells in the submitted order)"]
+
+
 @pytest.mark.parametrize("code", ["import inspect\ninspect.currentframe().f_back",
                                   "import sys\nsys._getframe(1).f_code",
                                   "import linecache",
