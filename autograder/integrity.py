@@ -1,32 +1,39 @@
-"""Runtime integrity check: what the tests rely on is still what it was when the kernel started.
+"""Runtime integrity check: what the grader still takes from the kernel is what it was when the kernel started.
 
-Static flags (flags.py) read the student's code; they cannot keep up with obfuscation
-(`setattr(vars()["c" + "u"], ...)`, `exec`, `importlib`). This check looks at the result
-instead. The grader (GradingExecute in grading.py, never the notebook) sends the kernel, right
-after it starts and before any notebook cell, a silent request (no history, no output, its
-answer in the execute reply's `user_expressions`, which only the grader reads) that records
-a descriptor of every watched object: its id, its type, and for Python functions a digest
-of the code and defaults and the ids of the functions it calls through its module globals.
-After each graded test cell the grader sends the same request again and compares the
-answer with the first one, in its own process. Watched:
+Verdicts are decided on the grader's side (verdicts.py): a patch in the kernel cannot change a
+comparison. Two things the grader does still take from the kernel's own code, inside each
+request: `cu.forbid` (course_utils.checks: torch function and dispatch modes that refuse the
+operators an exercise asks students to build) and the memory a call allocated
+(course_utils.memory's ledger). A kernel that rewrites them could use a forbidden operator or
+hide an allocation and still pass. This check is how the grader sees such a rewrite: it flags
+it for review (`integrity: ...`), the points stay as the tests gave them.
 
-- builtins the tests call (float, abs, isinstance, len, ...), and any of them the notebook
-  shadows with a callable of its own in the names test cells use;
-- numpy and torch comparison and reduction functions, numpy.testing and torch.testing,
-  torch.Tensor's comparison and conversion methods, the attention operators and modules the
-  tests use as references;
-- every function and class of course_utils (checks, plain_*, forbid, ...);
+The grader (GradingExecute, preprocessors/execute.py) sends the kernel, right after it starts
+and before any notebook cell, a silent request (no history, no output, its answer in the
+execute reply's `user_expressions`) that records a descriptor of every watched object: its
+id, its type, and for Python functions a digest of the code and defaults and the ids of the
+functions it calls through its module globals. After each graded test cell it asks again and
+compares, in its own process. Watched:
+
+- every function and class of course_utils, and every method, property and private helper
+  each class defines (TensorMemory's ledger, forbid's modes);
+- torch's mode machinery: the function- and dispatch-mode stacks and the Mode base classes;
+- builtins, the numpy and torch comparison, reduction and attention functions, and
+  torch.Tensor's comparison and conversion methods: no verdict depends on them any more, but
+  replacing them is still an attempt an instructor wants to see;
 - the names the source notebook imports (`cu`, `np`, `F`, ...): they must still be the modules;
 - IPython's execution path: run_cell, run_code, showtraceback, input and AST transformers,
-  the compiler, custom exception handlers, and trace/profile hooks (which could remove an
-  `assert` from a test cell or swallow its error).
+  the compiler, custom exception handlers, and trace/profile hooks.
+
+What it cannot see: code that leaves these objects alone and works around them (a forbidden
+operator run in a thread, a process or a custom op, or between torch's disable guards). The
+static `escape` flag (flags/code.py) names such code where it is written.
 
 A hostile kernel runs in the same process as the check, so it can always fake an answer;
 the design makes that deliberate work rather than an accident of a patch: the check's code
 is sent fresh each time (nothing stored in the kernel to replace), with a random token per
 request that the answer must echo, and the grader compares against the values the kernel
-gave before any student code ran. Replacing the check's own means (exec, the shell's
-user_expressions) changes watched objects too.
+gave before any student code ran.
 """
 import ast
 import json
@@ -57,11 +64,19 @@ WATCHED = [f"builtins.{name}" for name in BUILTINS] + [
     f"IPython.core.interactiveshell.InteractiveShell.{n}" for n in (
         "run_cell run_cell_async run_ast_nodes run_code showtraceback user_expressions transform_cell "
         "transform_ast").split()] + [
+    "torch._C._push_on_torch_function_stack", "torch._C._pop_torch_function_stack",
+    "torch._C._len_torch_function_stack", "torch._C._get_function_stack_at", "torch._C._set_torch_function_mode",
+    "torch.overrides.TorchFunctionMode.__enter__", "torch.overrides.TorchFunctionMode.__exit__",
+    "torch.overrides._get_current_function_mode_stack", "torch.utils._python_dispatch.TorchDispatchMode.__enter__",
+    "torch.utils._python_dispatch.TorchDispatchMode.__exit__", "torch.utils._python_dispatch._push_mode",
+    "torch.utils._python_dispatch._pop_mode", "torch.utils._python_dispatch._get_current_dispatch_mode_stack",
+    "torch._C._push_on_torch_dispatch_stack", "torch._C._pop_torch_dispatch_stack",
+    "torch._C._len_torch_dispatch_stack",
     "ipykernel.zmqshell.ZMQInteractiveShell._showtraceback", "ipykernel.ipkernel.IPythonKernel.do_execute",
     "ipykernel.kernelbase.Kernel.execute_request", "IPython.core.compilerop.CachingCompiler.__call__",
     "IPython.core.compilerop.CachingCompiler.ast_parse"]
 IMPORTS = ["numpy", "numpy.testing", "numpy.linalg", "torch", "torch.testing", "torch.nn", "torch.nn.functional",
-           "math", "course_utils", "IPython.core.interactiveshell", "IPython.core.compilerop", "ipykernel.zmqshell",
+           "torch.overrides", "torch.utils._python_dispatch", "math", "course_utils", "course_utils.memory", "IPython.core.interactiveshell", "IPython.core.compilerop", "ipykernel.zmqshell",
            "ipykernel.ipkernel"]
 WATCHED_PACKAGE = "course_utils"  # every function and class it defines is watched
 
@@ -70,6 +85,7 @@ KERNEL_CODE = r'''
 import builtins, hashlib, importlib, json, sys, types
 
 spec = json.loads(SPEC)
+MEMBER_DUNDERS = ("__init__", "__call__", "__enter__", "__exit__", "__torch_function__", "__torch_dispatch__")
 if MODE == "baseline":
     for name in spec["imports"]:
         try:
@@ -83,6 +99,11 @@ if MODE == "baseline":
             if not attr.startswith("__") and isinstance(value, (type, types.FunctionType)) \
                     and (getattr(value, "__module__", None) or "").split(".")[0] == package:
                 spec["paths"].append(modname + "." + attr)
+                if isinstance(value, type):  # its own methods and helpers: the ledger's _count, a mode's hooks
+                    for member, v in sorted(vars(value).items()):
+                        if isinstance(v, (types.FunctionType, staticmethod, classmethod, property)) and \
+                                (not member.startswith("__") or member in MEMBER_DUNDERS):
+                            spec["paths"].append(modname + "." + attr + "." + member)
 
 
 def resolve(path):

@@ -36,6 +36,7 @@ import json
 import os
 import signal
 import sys
+import threading
 
 # Imported as autograder.sandbox.X by the grader, and as a plain module by the launcher and the janitor, which
 # run this folder's files as scripts (standard library only: nothing is imported in the kernel before them).
@@ -51,6 +52,8 @@ else:
     from policy import DEFAULTS, FONT_CACHE, SUBMISSION, bwrap_args, bwrap_path, kernel_env, rlimits
     from system import MNT_DETACH, MS_NODEV, MS_NOSUID, PR_SET_PDEATHSIG, libc, mount_tag, mounts, ppid
 
+
+KERNEL_LOG_BYTES = 64 * 1024  # of the kernel's own stdout and stderr kept in the worker's log (_drain)
 
 STUB = r"""
 import ctypes, json, os, resource, shutil, signal, sys
@@ -148,9 +151,14 @@ def _run(settings, cmd, runtime, use_bwrap, cgroups):
         full = bwrap_args(settings, runtime, os.getcwd(), info_w, root) + ["--"] + stub + cmd
     else:
         full = stub + cmd
+    pipes = {1: os.pipe(), 2: os.pipe()}  # the kernel's own stdout and stderr, drained here (_drain)
     child = os.fork()
     if child == 0:
         try:
+            for fd, (r, w) in pipes.items():
+                os.dup2(w, fd)
+                os.close(r)
+                os.close(w)
             os.setpgid(0, 0)  # jupyter's SIGINT to the launcher's group is forwarded, never fatal to bwrap
             if cgroups:
                 cgroups.join()
@@ -165,8 +173,34 @@ def _run(settings, cmd, runtime, use_bwrap, cgroups):
     libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)  # the grader died: so do we, and bwrap with us
     if info_w is not None:
         os.close(info_w)
+    for fd, (r, w) in pipes.items():
+        os.close(w)
+        threading.Thread(target=_drain, args=(r, fd, KERNEL_LOG_BYTES), daemon=True).start()
     _forward_signals(child, info_r, [child if not use_bwrap else None])
     return os.waitpid(child, 0)[1]
+
+
+def _drain(fd, to, keep):
+    """Read one of the kernel's stdout and stderr to the end: the first `keep` bytes go to the launcher's
+    own (`to`: the worker's log), the rest is dropped. Never a file the kernel fills: a write the file-size limit
+    refused, or a full pipe, would block the kernel's next print (ipykernel echoes fd 1 and 2 there)."""
+    kept = 0
+    while True:
+        try:
+            chunk = os.read(fd, 65536)
+        except InterruptedError:
+            continue
+        except OSError:
+            return
+        if not chunk:
+            return
+        if kept < keep:
+            part = chunk[:keep - kept]
+            kept += len(part)
+            try:
+                os.write(to, part + (b"\n[autograder: later kernel output dropped]\n" if kept >= keep else b""))
+            except OSError:
+                pass
 
 
 def _forward_signals(child, info_r, kernel):

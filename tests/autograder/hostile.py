@@ -71,6 +71,7 @@ def build_class(course, lesson):
         "invalid_json": ('{"cells": [ this is not json', name),
         "giant_output": (_with_code(full, first, after="\nfor _i in range(100000):\n    print('spam ' * 20)\n"), name),
         "stderr_warnings": (_with_code(full, first, after=NOISY.format(name=_defined_in(full, first))), name),
+        "flood": (_with_code(full, first, after=FLOOD.format(name=_defined_in(full, first))), name),
         "monkeypatch": (_with_code(blank, first, before="import course_utils as cu\nimport torch\n"
                                                         "cu.check_close = lambda *a, **k: None\n"
                                                         "torch.allclose = lambda *a, **k: True\n"), name),
@@ -280,6 +281,19 @@ def last_function_answer(nb):
     """grade_id of the last answer cell that defines a function or class (the one lying/leaky answers wrap)."""
     return [gid for gid in solution_ids(nb) if _defined_in(nb, gid)][-1]
 
+
+# An honest answer that writes 4 MB to sys.stdout, sys.stderr, fd 1 and fd 2 every time it is called: tens of
+# megabytes in all, past the kernel's file-size limit had its fds been a file (they are a pipe the launcher drains)
+FLOOD = """
+import os, sys
+_plain_{name} = {name}
+def {name}(*a, **k):
+    sys.stdout.write('x' * 4_000_000)
+    sys.stderr.write('y' * 4_000_000)
+    os.write(1, b'z' * 4_000_000)
+    os.write(2, b'w' * 4_000_000)
+    return _plain_{name}(*a, **k)
+"""
 
 NOISY = """
 import logging, os, sys, warnings

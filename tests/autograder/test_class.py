@@ -70,7 +70,7 @@ def test_every_student_is_graded_and_in_the_csv(graded):
 
 
 @pytest.mark.parametrize("student", ["perfect", "colab_renamed", "edited_test", "duplicated_cell",
-                                     "giant_output", "stderr_warnings", "always_equal", "snoop", "leaky",
+                                     "giant_output", "stderr_warnings", "flood", "always_equal", "snoop", "leaky",
                                      "tampered", "tampered_colab", "huge", "markdown_test", "loop_i"])
 def test_full_marks(graded, student):
     r = graded["results"][student]

@@ -27,6 +27,24 @@ def test_the_integrity_check_names_a_replaced_function_and_a_changed_code(monkey
     assert "course_utils.check_true had its code or defaults changed" in changes
 
 
+def test_a_rewritten_memory_ledger_or_mode_stack_is_named():
+    """What the grader still takes from the kernel (forbid's modes, the memory ledger) is watched method by method."""
+    import torch
+    from course_utils import memory
+    watch = integrity.Watch()
+    watch.baseline = _kernel_answer(watch, "baseline")
+    monkeypatch = pytest.MonkeyPatch()
+    try:
+        monkeypatch.setattr(memory.StorageLedger, "_count", lambda self, func, args, kwargs: None)
+        monkeypatch.setattr(torch._C, "_len_torch_function_stack", lambda: 0)
+        changes = watch.changes(_kernel_answer(watch, "check"))
+    finally:
+        monkeypatch.undo()
+    assert any(c.startswith("course_utils.memory.StorageLedger._count was replaced") for c in changes), changes
+    assert any(c.startswith("torch._C._len_torch_function_stack was replaced") for c in changes), changes
+    assert watch.changes(_kernel_answer(watch, "check")) == []
+
+
 def test_the_integrity_check_refuses_an_answer_without_its_token():
     watch = integrity.Watch()
     nonce, _ = watch.request("baseline")
