@@ -78,6 +78,7 @@ WATCHED = [f"builtins.{name}" for name in BUILTINS] + [
 IMPORTS = ["numpy", "numpy.testing", "numpy.linalg", "torch", "torch.testing", "torch.nn", "torch.nn.functional",
            "torch.overrides", "torch.utils._python_dispatch", "math", "course_utils", "course_utils.memory", "IPython.core.interactiveshell", "IPython.core.compilerop", "ipykernel.zmqshell",
            "ipykernel.ipkernel"]
+MAX_ANSWER_CHARS = 8 * 2**20  # the check's answer is a few hundred kilobytes
 WATCHED_PACKAGE = "course_utils"  # every function and class it defines is watched
 
 # Runs in the kernel, in a fresh namespace (nothing a cell can shadow); reads SPEC, NONCE, MODE; writes OUT.
@@ -251,8 +252,11 @@ class Watch:
         if value.get("status") != "ok":
             raise ValueError(f"the check failed in the kernel: {value.get('ename', '')}: {value.get('evalue', '')}"[:300]
                              if value else "no answer from the kernel")
+        text = value.get("data", {}).get("text/plain")
+        if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
+            raise ValueError("no answer, or an answer too large")
         try:
-            answer = json.loads(ast.literal_eval(value["data"]["text/plain"]))
+            answer = json.loads(ast.literal_eval(text))
         except (KeyError, ValueError, SyntaxError, TypeError) as e:
             raise ValueError(f"an unreadable answer ({type(e).__name__})") from None
         if answer.get("nonce") != nonce:

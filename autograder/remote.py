@@ -401,67 +401,79 @@ ANSWER_EXPRESSION = "__import__('sys').modules['__autograder_handles__'].__dict_
 
 # ------------------------------------------------------------------ asking a Jupyter kernel
 
-def kernel_transport(kc, get_shell_msg, deadline, on_timeout=None, is_alive=None, get_stdin_msg=None):
-    """A transport over a jupyter KernelClient: one silent execute per request.
+def silent_request(kc, get_shell_msg, code, expressions, deadline, on_timeout=None, is_alive=None, questions=None):
+    """Send one silent execute (no history, no output kept) and return its execute reply.
 
-    get_shell_msg(timeout) and get_stdin_msg(timeout): the next message of the shell and stdin channels
-    (raise queue.Empty); deadline(): the monotonic time by which the answer must come (the cell's
-    timeout); past it, `on_timeout()` (interrupt the kernel) is called and TimeoutError raised;
-    `is_alive()` False raises DeadKernelError. A question about a lent object comes as an input_request
-    on the stdin channel, and its answer goes back as the input_reply.
+    get_shell_msg(timeout): the next shell message (raises queue.Empty); deadline(): the monotonic time
+    by which the reply must come; past it `on_timeout()` (interrupt the kernel) is called and, 10 s
+    later, TimeoutError raised; `is_alive()` False raises DeadKernelError. questions: a function that
+    answers the request's questions on the stdin channel (True if there was one), or None.
+    """
+    from queue import Empty
+    msg_id = kc.execute(code, silent=True, store_history=False, user_expressions=expressions,
+                        allow_stdin=questions is not None, stop_on_error=False)
+    limit, interrupted, wait = deadline(), False, 0.005
+    while True:
+        if questions is not None and questions(msg_id):
+            wait = 0.005  # a conversation under way: look again soon
+        try:
+            msg = get_shell_msg(timeout=wait)
+        except Empty:
+            wait = min(0.1, wait * 2)
+            if is_alive is not None and not is_alive():
+                from nbclient.exceptions import DeadKernelError
+                raise DeadKernelError("the kernel died while the student's code ran") from None
+            if time.monotonic() > limit:
+                if interrupted or on_timeout is None:
+                    raise TimeoutError("your code did not finish within the cell's time limit") from None
+                interrupted = True
+                on_timeout()
+                limit = time.monotonic() + 10
+            continue
+        if msg.get("parent_header", {}).get("msg_id") != msg_id:
+            continue
+        if interrupted:
+            raise TimeoutError("your code did not finish within the cell's time limit")
+        return msg
+
+
+def expression_text(reply, name, limit):
+    """The text/plain value of user expression `name` in an execute reply, or None (an error, too long)."""
+    found = reply.get("content", {}).get("user_expressions", {}).get(name, {})
+    text = found.get("data", {}).get("text/plain") if found.get("status") == "ok" else None
+    return text if isinstance(text, str) and len(text) <= limit else None
+
+
+def kernel_transport(kc, get_shell_msg, deadline, on_timeout=None, is_alive=None, get_stdin_msg=None):
+    """A transport over a jupyter KernelClient: one silent execute per request (silent_request).
+
+    A question about a lent object comes as an input_request on the stdin channel
+    (get_stdin_msg(timeout), raises queue.Empty), and its answer goes back as the input_reply.
     """
     from queue import Empty
 
-    def questions(msg_id, answer_callback):
-        """Answer every question the request has asked so far; True if there was one."""
-        asked = False
-        while get_stdin_msg is not None:
-            try:
-                msg = get_stdin_msg(timeout=0)
-            except Empty:
-                return asked
-            if msg.get("parent_header", {}).get("msg_id") == msg_id and msg.get("msg_type") == "input_request":
-                kc.input(answer_callback(msg.get("content", {}).get("prompt")))
-                asked = True
-        return asked
-
     def transport(payload, answer_callback):
-        msg_id = kc.execute(kernel_code(payload), silent=True, store_history=False,
-                            user_expressions={"answer": ANSWER_EXPRESSION}, allow_stdin=get_stdin_msg is not None,
-                            stop_on_error=False)
-        limit, interrupted, wait = deadline(), False, 0.005
-        while True:
-            if questions(msg_id, answer_callback):
-                wait = 0.005  # a conversation under way: look again soon
-            try:
-                msg = get_shell_msg(timeout=wait)
-            except Empty:
-                wait = min(0.1, wait * 2)
-                if is_alive is not None and not is_alive():
-                    from nbclient.exceptions import DeadKernelError
-                    raise DeadKernelError("the kernel died while the student's code ran") from None
-                if time.monotonic() > limit:
-                    if interrupted:
-                        raise TimeoutError("your code did not finish within the cell's time limit") from None
-                    interrupted = True
-                    if on_timeout is not None:
-                        on_timeout()
-                    limit = time.monotonic() + 10
-                continue
-            if msg.get("parent_header", {}).get("msg_id") != msg_id:
-                continue
-            if interrupted:
-                raise TimeoutError("your code did not finish within the cell's time limit")
-            found = msg.get("content", {}).get("user_expressions", {}).get("answer", {})
-            text = found.get("data", {}).get("text/plain") if found.get("status") == "ok" else None
-            answer = None
-            if isinstance(text, str) and len(text) <= 2 * MAX_ANSWER_CHARS + 16:  # (a repr escapes some characters)
+        def questions(msg_id):
+            asked = False
+            while True:
                 try:
-                    answer = ast.literal_eval(text)
-                except (ValueError, SyntaxError, MemoryError, RecursionError):
-                    pass
-            if not isinstance(answer, str):  # no answer set, or not one we can read: never the student's error
-                raise GraderSideError("the kernel gave no readable answer to the grader's request")
-            return answer
+                    msg = get_stdin_msg(timeout=0)
+                except Empty:
+                    return asked
+                if msg.get("parent_header", {}).get("msg_id") == msg_id and msg.get("msg_type") == "input_request":
+                    kc.input(answer_callback(msg.get("content", {}).get("prompt")))
+                    asked = True
+
+        reply = silent_request(kc, get_shell_msg, kernel_code(payload), {"answer": ANSWER_EXPRESSION}, deadline,
+                               on_timeout, is_alive, questions if get_stdin_msg is not None else None)
+        text, answer = expression_text(reply, "answer", 2 * MAX_ANSWER_CHARS + 16), None  # (a repr escapes some)
+        if text is not None:
+            try:
+                answer = ast.literal_eval(text)
+            except (ValueError, SyntaxError, MemoryError, RecursionError):
+                pass
+        if not isinstance(answer, str):  # no answer set, or not one we can read: never the student's error
+            raise GraderSideError("the kernel gave no readable answer to the grader's request")
+        return answer
 
     return transport

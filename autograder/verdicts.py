@@ -27,7 +27,8 @@ import io
 from pathlib import Path
 
 from . import cells
-from .remote import TEST_MODULE, GraderSideError, Session, in_process_transport, kernel_transport  # noqa: F401
+from .remote import (TEST_MODULE, GraderSideError, Session, in_process_transport, kernel_transport,  # noqa: F401
+                     silent_request)
 
 SETUP_TAG = "grader-setup"
 
@@ -134,6 +135,8 @@ class TestRunner:
         except GraderSideError:
             raise
         except Exception as e:  # noqa: BLE001: the test failed; its message is the verdict's reason
+            if type(e).__name__ == "DeadKernelError":  # (nbclient's) the kernel is gone: the caller reports a crash
+                raise
             error = e
         finally:
             self.defined |= _bound_names(tree)

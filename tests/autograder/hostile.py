@@ -72,6 +72,7 @@ def build_class(course, lesson):
         "giant_output": (_with_code(full, first, after="\nfor _i in range(100000):\n    print('spam ' * 20)\n"), name),
         "stderr_warnings": (_with_code(full, first, after=NOISY.format(name=_defined_in(full, first))), name),
         "flood": (_with_code(full, first, after=FLOOD.format(name=_defined_in(full, first))), name),
+        "dies_in_test": (_with_code(full, wrapped, after=DIES.format(name=_defined_in(full, wrapped))), name),
         "monkeypatch": (_with_code(blank, first, before="import course_utils as cu\nimport torch\n"
                                                         "cu.check_close = lambda *a, **k: None\n"
                                                         "torch.allclose = lambda *a, **k: True\n"), name),
@@ -293,6 +294,14 @@ def {name}(*a, **k):
     os.write(1, b'z' * 4_000_000)
     os.write(2, b'w' * 4_000_000)
     return _plain_{name}(*a, **k)
+"""
+
+# An answer that kills its kernel when a test calls it (not when its own cell runs)
+DIES = """
+import os
+_plain_{name} = {name}
+def {name}(*a, **k):
+    os._exit(3)
 """
 
 NOISY = """

@@ -155,6 +155,17 @@ def test_student_warnings_are_shown_but_cost_nothing(graded):
     assert graded["results"]["stderr_warnings"].score == max_points(graded)
 
 
+def test_a_kernel_killed_inside_a_test_is_a_crash_of_that_test_cell_and_nothing_else(graded):
+    """The test's request sees the kernel die: the crash is named at the test cell, no integrity check waits for
+    an answer that cannot come, and the cells after it are not run."""
+    r = graded["results"]["dies_in_test"]
+    nb = autograded(graded, "dies_in_test")
+    index = next(i for i, c in enumerate(nb.cells) if cells.is_test(c) and "DeadKernelError" in json.dumps(c.outputs))
+    assert r.flags == [f"runtime: the kernel died in cell {index} (os._exit, a crash, or a resource limit) "
+                       "(later cells not run)"], r.flags
+    assert r.score < max_points(graded)
+
+
 def _csv_row(g, student):
     with open(g["grades_csv"]) as f:
         return next(r for r in csv.DictReader(f) if r["student_id"] == student and r["assignment"] == g["lesson"])
