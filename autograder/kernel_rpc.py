@@ -28,7 +28,7 @@ import json
 import pickle
 import sys
 
-MAX_ANSWER_BYTES = 64 * 2**20
+MAX_ANSWER_BYTES = 16 * 2**20  # the largest answer of any lesson's tests is about 0.2 MB
 BUILTIN_ERRORS = ("ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
                   "NotImplementedError OverflowError RecursionError RuntimeError TypeError "
                   "ValueError ZeroDivisionError MemoryError").split()
@@ -43,6 +43,10 @@ def _table():
         holder.objects = {}
         sys.modules["__autograder_handles__"] = holder
     return holder.objects
+
+
+class TooLarge(Exception):
+    """An answer past MAX_ANSWER_BYTES: the student's, reported as returning more than the grader accepts."""
 
 
 _LENDING = {"ask": None}  # this request's way to ask the grader: None once the request is over
@@ -134,13 +138,13 @@ def encode(value, depth=0):
         if tensor.dtype in (torch.bfloat16, torch.float16):
             tensor = tensor.float()
         if tensor.numel() * tensor.element_size() > MAX_ANSWER_BYTES // 2:
-            raise MemoryError("an answer too large to send")
+            raise TooLarge("an answer too large to send")
         array = tensor.contiguous().numpy()
         return {"t": "tensor", "dtype": str(array.dtype), "as": original, "shape": list(array.shape),
                 "b64": base64.b64encode(array.tobytes()).decode()}
     if type(value) is np.ndarray:
         if value.nbytes > MAX_ANSWER_BYTES // 2:
-            raise MemoryError("an answer too large to send")
+            raise TooLarge("an answer too large to send")
         array = np.ascontiguousarray(value)
         if array.dtype.hasobject:
             return {"t": "handle", "id": _keep(value), "kind": "ndarray(object)"}
@@ -284,8 +288,8 @@ def _serve(request, namespace):
             answer["memory"] = [int(memory.peak_bytes), int(memory.largest_bytes)]
     except BaseException as e:  # noqa: BLE001: the student's error is reported as its kind only
         kind = next((k.__name__ for k in type(e).__mro__ if k.__name__ in BUILTIN_ERRORS), "Exception")
-        if type(e).__name__ == "ForbiddenCall":
-            kind = "ForbiddenCall"
+        if type(e).__name__ in ("ForbiddenCall", "TooLarge"):
+            kind = type(e).__name__
         forbidden_name = getattr(e, "forbidden", None)
         answer = {"ok": False, "error": kind, "forbidden": forbidden_name if isinstance(forbidden_name, str) else None}
     text = json.dumps(answer, allow_nan=False)

@@ -9,6 +9,7 @@ import textwrap
 
 import nbformat
 import pytest
+import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder import verdicts
@@ -303,3 +304,11 @@ def test_an_error_kind_the_kernel_names_outside_the_allow_list_arrives_as_a_runt
     session = verdicts.Session(lambda payload, answer_callback: json.dumps({"ok": False, "error": kind}))
     with pytest.raises(RuntimeError, match=f"raised {kind}"):
         session.fetch("f")(1)
+
+
+def test_an_answer_past_the_one_size_limit_fails_its_call_and_says_why():
+    kernel = {"huge": lambda: torch.zeros(5 * 2**20), "fine": lambda: torch.zeros(1000)}  # 20 MiB of float32
+    session = verdicts.Session(verdicts.in_process_transport(kernel))
+    assert session.fetch("fine")().shape == (1000,)
+    with pytest.raises(AssertionError, match="more data than the grader accepts"):
+        session.fetch("huge")()
