@@ -43,6 +43,7 @@ STUB = (Path(__file__).with_name("kernel_rpc.py")).read_text()
 MAX_ANSWER_CHARS = kernel_rpc.MAX_ANSWER_BYTES  # the kernel's own cap, the one limit on an answer
 MAX_DIMS = 64
 TEST_MODULE = "__grader_test__"  # the module name of every test cell's and grader-setup cell's definitions
+LENT_CALL_MEMORY = 2**30  # bytes a lent object may add to the grader's process while the kernel's call runs it
 CALLBACK_OPS = {"call", "getattr", "len", "list", "getitem", "bool", "next"}
 _BUILTIN_ERRORS = {name: getattr(builtins, name) for name in
                    "ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
@@ -119,6 +120,27 @@ def _copy_back(original, changed):
 # ------------------------------------------------------------------ the conversation with the kernel
 
 _CALLBACK_ERRORS = set(_BUILTIN_ERRORS) | {"StopIteration"}
+
+
+@contextlib.contextmanager
+def _bounded_memory(extra):
+    """While a lent object runs at the kernel's request (with arguments the kernel chose: a cache of
+    10**9 rows), this process may map at most `extra` more bytes; past it the call raises MemoryError
+    or torch's RuntimeError, which the kernel receives as its own error. Linux's RLIMIT_DATA, soft limit only."""
+    try:
+        import resource
+        soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+        with open("/proc/self/status") as f:
+            used = next(int(line.split()[1]) * 1024 for line in f if line.startswith("VmData:"))
+        limit = used + extra if hard == resource.RLIM_INFINITY else min(used + extra, hard)
+        resource.setrlimit(resource.RLIMIT_DATA, (limit, hard))
+    except (ImportError, OSError, ValueError, StopIteration):  # not Linux: unbounded, as before
+        yield
+        return
+    try:
+        yield
+    finally:
+        resource.setrlimit(resource.RLIMIT_DATA, (soft, hard))
 
 
 class _LendThis:
@@ -279,8 +301,8 @@ class Session:
         self._in_callback = True
         try:
             try:
-                with _no_modes():  # (in this process's transport, the kernel side's modes are on the stack)
-                    value = ("ok", self._callback(text))
+                with _no_modes(), _bounded_memory(LENT_CALL_MEMORY):  # (in this process's transport, the
+                    value = ("ok", self._callback(text))               # kernel side's modes are on the stack)
             except GraderSideError as e:  # not the student's doing: the request fails as the grader's (see _ask)
                 self._grader_failure = self._grader_failure or e
                 value = ("error", "RuntimeError")

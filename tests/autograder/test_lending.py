@@ -7,6 +7,8 @@ Each case runs a small lesson's tests against a real kernel, as grading does.
 import pickle
 import textwrap
 
+import pytest
+
 import nbformat
 import torch
 from nbformat.v4 import new_code_cell, new_notebook
@@ -143,3 +145,18 @@ def test_a_request_carries_no_code_only_a_number_for_each_test_object():
 
     loaded = Reader(__import__("io").BytesIO(payload)).load()
     assert ids == ["g", "g", "g"] and torch.equal(loaded[3], torch.ones(2))
+
+
+def test_a_lent_object_asked_for_gigabytes_fails_the_students_call_and_the_grader_lives_on():
+    """The kernel chooses a lent object's arguments: a fixture that allocates what it is asked for (a cache
+    of 3 GiB here) must not take the grader's memory with it."""
+    namespace = {"__name__": remote.TEST_MODULE, "torch": torch}
+    exec("def make_cache(n):\n    return int(torch.ones(n, dtype=torch.uint8)[::4096].sum())\n", namespace)
+    kernel = {"__name__": "__main__"}
+    exec("def use(make):\n    return make(3 * 2**30)\ndef small(make):\n    return make(1000)\n", kernel)
+    session = verdicts.Session(verdicts.in_process_transport(kernel))
+    with pytest.raises(RuntimeError, match="raised RuntimeError"):
+        session.fetch("use")(namespace["make_cache"])
+    assert session.fetch("small")(namespace["make_cache"]) == 1
+    big = torch.ones(2**29, dtype=torch.uint8)  # and the grader's own work is not limited afterwards
+    assert big.sum().item() == 2**29
