@@ -27,7 +27,8 @@ class _ReferenceScore(torch.nn.Module):
 _score = _ReferenceScore()
 _q, _k = torch.ones(2, 3), torch.arange(12.0).view(4, 3) / 10
 cu.check_close(attend(_q, _k, _score), torch.softmax(_score(_q, _k), -1), "attend(q, k, score)")
-cu.check_close(first_parameter(_score), _score.w, "first_parameter(model)")''',
+cu.check_close(first_parameter(_score), _score.w, "first_parameter(model)")
+cu.check_true(same(_score) is _score, "same(model) returns the model it was given")''',
     "test_apply": '''
 ### BEGIN HIDDEN TESTS
 _SECRET = "hidden-constant-71853"
@@ -44,10 +45,13 @@ def attend(q, k, score):
     return torch.softmax(score(q, k), -1)
 
 def first_parameter(model):
-    return next(model.parameters())
+    return next(model.eval().parameters())   # eval() returns the test's own model, lent again
 
 def apply(fn, x):
     return fn(x)
+
+def same(model):
+    return model
 
 def my_score(q, k):
     return torch.tanh(q * torch.tensor([2.0, -1.0, 0.5])) @ k.T
