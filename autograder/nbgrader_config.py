@@ -62,7 +62,7 @@ _repo = str(_Path(__file__).resolve().parent.parent)  # noqa: F821  (set by trai
 if _repo not in _sys.path:
     _sys.path.insert(0, _repo)
 c.GenerateFeedback.preprocessors = [
-    "autograder.feedback.HideHiddenTests",
+    "autograder.preprocessors.HideHiddenTests",
     "nbgrader.preprocessors.GetGrades",
     "nbconvert.preprocessors.CSSHTMLHeaderPreprocessor",
 ]
