@@ -403,6 +403,19 @@ def test_lesson_page_in_chromium_loads_offline_with_images_and_typeset_math(chro
         assert math["typeset"] == math["maths"] and math["errors"] == 0, f"math not typeset by MathJax: {math}"
 
 
+WCAG_A_AA = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa"]},
+             "resultTypes": ["violations"]}
+
+
+@needs_browser
+@pytest.mark.parametrize("page", ["index"] + [f"lessons/{lesson}" for lesson in LESSONS])
+def test_every_page_passes_axe_cores_wcag_a_and_aa_rules(chromium, served, page):
+    from axe_playwright_python.sync_playwright import Axe
+    visit = Visit(chromium, f"{served}/{page}.html")
+    violations = Axe().run(visit.page, options=WCAG_A_AA).response["violations"]
+    assert not violations, [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3]) for v in violations]
+
+
 @needs_browser
 def test_next_and_previous_links_walk_the_lessons_in_order(chromium, served, artifacts):
     visit = Visit(chromium, f"{served}/index.html")
