@@ -160,10 +160,11 @@ def _stays_here(obj):
     return type(obj).__module__ == TEST_MODULE
 
 
-def _decode(value, session, label, depth=0, lent=None):
+def _decode(value, session, label, depth=0, callback=False):
     """A kernel answer as plain values built here; anything unexpected is a GraderSideError.
 
-    `lent`: the arguments of a call on a lent object, which may hold lent objects but no kernel handles."""
+    callback: these are the arguments of the kernel's call on a lent object, which may hold lent objects
+    but no kernel handles (the kernel is waiting, it cannot be asked about them)."""
     import torch
     if depth > 25:
         raise GraderSideError("answer nested too deeply")
@@ -209,30 +210,30 @@ def _decode(value, session, label, depth=0, lent=None):
             raise GraderSideError(f"unexpected device {name[:40]!r}")
         return torch.device(name)
     if kind == "slice":
-        parts = [_decode(v, session, label, depth + 1, lent) for v in value["items"]]
+        parts = [_decode(v, session, label, depth + 1, callback) for v in value["items"]]
         if len(parts) != 3 or any(p is not None and type(p) is not int for p in parts):
             raise GraderSideError("a malformed slice")
         return slice(*parts)
     if kind in ("tuple", "list"):
-        items = [_decode(v, session, f"{label}[{i}]", depth + 1, lent) for i, v in enumerate(value["items"])]
+        items = [_decode(v, session, f"{label}[{i}]", depth + 1, callback) for i, v in enumerate(value["items"])]
         return tuple(items) if kind == "tuple" else items
     if kind == "dict":
         out = {}
         for k, v in value["items"]:
-            key = _decode(k, session, label, depth + 1, lent)
+            key = _decode(k, session, label, depth + 1, callback)
             if type(key) not in (str, int):
                 raise GraderSideError("a dict key that is not a str or int")
-            out[key] = _decode(v, session, f"{label}[{key!r}]", depth + 1, lent)
+            out[key] = _decode(v, session, f"{label}[{key!r}]", depth + 1, callback)
         return out
     if kind == "handle":
-        if lent is not None:  # the kernel is waiting for this call's answer: it cannot be asked about its objects
+        if callback:
             raise TypeError("the test's objects take tensors, arrays, numbers, strings and containers of these, "
                             "not objects of your notebook")
         return Remote(session, int(value["id"]), label)
     if kind == "lent":  # the test's own object, lent to this request, coming back (model.eval() returns self)
         number = int(value["id"])
         if number not in session.lent:
-            if lent is not None:
+            if callback:
                 raise TypeError("an object the test did not lend to this call")
             raise GraderSideError("an answer naming an object the test did not lend")
         return session.lent[number]
@@ -329,8 +330,8 @@ class Session:
         if op not in CALLBACK_OPS or number not in self.lent:
             raise TypeError("not a question about an object lent to this call")
         target = self.lent[number]
-        args = _decode(question.get("args"), self, "argument", lent=self.lent)
-        kwargs = _decode(question.get("kwargs"), self, "argument", lent=self.lent)
+        args = _decode(question.get("args"), self, "argument", callback=True)
+        kwargs = _decode(question.get("kwargs"), self, "argument", callback=True)
         if type(args) is not list or type(kwargs) is not dict:
             raise TypeError("malformed arguments")
         if op == "call":
