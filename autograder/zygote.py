@@ -34,12 +34,11 @@ REPO = Path(__file__).resolve().parent.parent
 TARGET = "autograder.worker:main"  # what a worker runs: main(Path(job_file)) (worker.py: the job protocol)
 # What a grading worker imports (found by comparing sys.modules before and after a job): nbgrader,
 # and, through jupyter_client's kernel spec lookup and nbgrader's gradebook, IPython, ipykernel and sqlite
-# and, for the test cells it runs on its own side (verdicts.py), torch, course_utils and cloudpickle;
+# and, for the test cells it runs on its own side (verdicts.py), torch and course_utils;
 # torch._dynamo too: a test's `cu.forbid` block enters torch function modes, and the first tensor
 # call inside one imports torch._dynamo (about 2 s, once per process: it was 2 s of every notebook)
 PRELOAD = ["autograder.grading", "autograder.worker", "autograder.preprocessors", "nbgrader.apps", "nbgrader.coursedir", "IPython", "IPython.core.debugger",
            "ipykernel.kernelspec", "sqlite3", "sqlalchemy.dialects.sqlite", "torch", "torch._dynamo", "course_utils",
-           "cloudpickle",
            # what the lessons' grader-setup cells import (the explorers pull in matplotlib and ipywidgets)
            "matplotlib.pyplot", "ipywidgets", "course_utils.explorers", "course_utils.memory", "course_utils.allocations",
            "course_utils.mqar"]
