@@ -15,7 +15,8 @@ lambda) arrive *lent*: a `Lent` stand-in whose calls, public attributes, len, it
 are questions to the grader, asked with the kernel's `input()` (Jupyter's stdin channel) while
 the request runs. A stand-in works only during the request that brought it.
 
-This file is sent as source with every request and run in a fresh namespace (`serve` below),
+This file is sent with every request (as bytecode, and as source for a kernel whose Python reads other
+bytecode) and run in a fresh namespace (`serve` below), as a user expression of a silent execute,
 so there is nothing stored in the kernel that a cell could replace except the handle table.
 Whatever the student's code changes here, it can only change the data it sends back, which is
 its own answer: the comparison happens in the grader's process.
@@ -299,10 +300,9 @@ def _serve(request, namespace):
 
 
 def handle_request(b64_request):
-    """Entry point in the kernel: the notebook's namespace is IPython's user namespace."""
-    shell = builtins.__dict__.get("get_ipython", lambda: None)()
+    """Entry point in the kernel: the answer's JSON text. The notebook's namespace is IPython's user namespace."""
+    ipython = sys.modules.get("IPython")  # not builtins' get_ipython: IPython puts it there only while a cell runs
+    shell = ipython.get_ipython() if ipython is not None else None
     namespace = shell.user_ns if shell is not None else vars(sys.modules["__main__"])
     kernel = getattr(shell, "kernel", None)
-    answer = serve(base64.b64decode(b64_request), namespace, getattr(kernel, "raw_input", None))
-    _table()
-    sys.modules["__autograder_handles__"].answer = answer
+    return serve(base64.b64decode(b64_request), namespace, getattr(kernel, "raw_input", None))

@@ -312,3 +312,22 @@ def test_an_answer_past_the_one_size_limit_fails_its_call_and_says_why():
     assert session.fetch("fine")().shape == (1000,)
     with pytest.raises(AssertionError, match="more data than the grader accepts"):
         session.fetch("huge")()
+
+
+@pytest.mark.parametrize("bytecode", ["this Python's", "another Python's"])
+def test_a_request_runs_as_one_expression_from_bytecode_or_from_source(bytecode, monkeypatch):
+    """A request is an expression evaluated in the kernel; a kernel whose Python reads other bytecode compiles the source."""
+    import __main__
+    from autograder import remote
+    monkeypatch.setattr(__main__, "triple", lambda x: 3 * x, raising=False)
+
+    def transport(payload, answer_callback):
+        expression = remote.kernel_expression(payload)
+        if bytecode == "another Python's":
+            magic = repr(remote.importlib.util.MAGIC_NUMBER)
+            assert expression.count(magic) == 1
+            expression = expression.replace(magic, repr(b"\x00\x00\r\n"))
+            expression = expression.replace(remote._STUB_COMPILED, "")  # no bytecode at all: the source is compiled
+        return eval(compile(expression, "<request>", "eval"), {})  # noqa: S307: the grader's own request
+
+    assert verdicts.Session(transport).fetch("triple")(torch.ones(2)).tolist() == [3.0, 3.0]
