@@ -62,6 +62,10 @@ class Lent:
         object.__setattr__(self, "_label", label)
 
     def __call__(self, *args, **kwargs):
+        torch = sys.modules.get("torch")
+        if torch is not None and torch.is_grad_enabled() and any(
+                isinstance(a, torch.Tensor) and a.requires_grad for a in list(args) + list(kwargs.values())):
+            return _call_in_graph(self, args, kwargs)
         return _ask_grader("call", self, args, kwargs)
 
     def __getattr__(self, name):
@@ -103,6 +107,33 @@ def _ask_grader(op, lent, args=(), kwargs=None):
     if not (isinstance(error, type) and issubclass(error, Exception)):
         error = RuntimeError
     raise error(f"the test's {lent._label} raised {value} (run this test cell in your notebook to see why)")
+
+
+def _call_in_graph(lent, args, kwargs):
+    """A lent call inside the student's autograd graph: the grader runs the forward pass and, when the
+    student's backward pass reaches it, the vector-Jacobian product (both during the request that lent it)."""
+    import torch
+    keys = list(kwargs)
+    given = list(args) + list(kwargs.values())
+    values = [torch.Tensor.detach(v) if isinstance(v, torch.Tensor) else v for v in given]
+    inputs = [i for i, v in enumerate(given) if isinstance(v, torch.Tensor) and v.requires_grad]
+    device = values[inputs[0]].device
+    here = lambda t: t.to(device) if isinstance(t, torch.Tensor) else t  # noqa: E731: the grader's tensors are on its CPU
+
+    class LentCall(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *tensors):
+            out = _ask_grader("call", lent, values[:len(args)], dict(zip(keys, values[len(args):])))
+            return tuple(here(o) for o in out) if isinstance(out, (tuple, list)) else here(out)
+
+        @staticmethod
+        def backward(ctx, *grad_outputs):
+            grads = _ask_grader("vjp", lent, (values[:len(args)], dict(zip(keys, values[len(args):])),
+                                              [torch.Tensor.detach(g) if isinstance(g, torch.Tensor) else None
+                                               for g in grad_outputs]))
+            return tuple(here(grads[i]) if isinstance(grads, list) and i < len(grads) else None for i in inputs)
+
+    return LentCall.apply(*(given[i] for i in inputs))
 
 
 class _Unpickler(pickle.Unpickler):
@@ -248,6 +279,24 @@ def _other(op, obj, args):
     raise ValueError(f"unknown request {op!r}")
 
 
+@contextlib.contextmanager
+def _standing_in(namespace, parts):
+    """The test's parts (lent) bound to their names in the notebook's namespace while the request runs."""
+    if type(parts) is not dict or not all(type(name) is str and isinstance(part, Lent) for name, part in parts.items()):
+        raise TypeError("stand-ins must be lent parts")
+    missing = object()
+    saved = {name: namespace.get(name, missing) for name in parts}
+    namespace.update(parts)
+    try:
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is missing:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = value
+
+
 def serve(request, namespace, ask_grader=None):
     """Answer one request (pickled bytes) against `namespace` (the notebook's globals); returns JSON text.
 
@@ -261,12 +310,13 @@ def serve(request, namespace, ask_grader=None):
 
 def _serve(request, namespace):
     try:
-        op, target, args, kwargs, forbidden, measure, in_place = _Unpickler(io.BytesIO(request)).load()
+        op, target, args, kwargs, forbidden, measure, in_place, stand_ins = _Unpickler(io.BytesIO(request)).load()
     except Exception as e:  # noqa: BLE001: the grader sent what this kernel cannot read: the grader's problem
         return json.dumps({"ok": False, "grader": f"the kernel could not read the request ({type(e).__name__})"})
     changed, memory = [], None
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
+                _standing_in(namespace, stand_ins):
             if op == "get":
                 if target not in namespace:
                     raise NameError(target)

@@ -46,7 +46,7 @@ MAX_ANSWER_CHARS = kernel_rpc.MAX_ANSWER_BYTES  # the kernel's own cap, the one 
 MAX_DIMS = 64
 TEST_MODULE = "__grader_test__"  # the module name of every test cell's and grader-setup cell's definitions
 LENT_CALL_MEMORY = 2**30  # bytes a lent object may add to the grader's process while the kernel's call runs it
-CALLBACK_OPS = {"call", "getattr", "len", "list", "getitem", "bool", "next"}
+CALLBACK_OPS = {"call", "vjp", "getattr", "len", "list", "getitem", "bool", "next"}
 _BUILTIN_ERRORS = {name: getattr(builtins, name) for name in
                    "ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
                    "NotImplementedError OverflowError RecursionError RuntimeError TypeError "
@@ -338,6 +338,10 @@ class Session:
             raise TypeError("malformed arguments")
         if op == "call":
             return target(*args, **kwargs)
+        if op == "vjp":  # args: (call args, call kwargs, gradients at the outputs)
+            if len(args) != 3 or type(args[0]) is not list or type(args[1]) is not dict or type(args[2]) is not list:
+                raise TypeError("malformed arguments")
+            return _vjp(target, *args)
         if op == "getattr":
             name = args[0] if args else None
             if type(name) is not str or name.startswith("_"):  # never __dict__, __code__, __globals__, _parameters
@@ -348,11 +352,13 @@ class Session:
         return {"len": len, "list": list, "bool": bool, "next": next}[op](target)
 
     def _ask(self, op, target, args, kwargs, label):
-        from course_utils.checks import ForbiddenCall, forbidden_now, in_place_allowed_now
+        from course_utils.checks import ForbiddenCall, forbidden_now, in_place_allowed_now, stand_ins_now
         from course_utils.memory import measuring
         forbidden, meters, in_place = forbidden_now(), measuring(), in_place_allowed_now()
+        stand_ins = {name: _LendThis(part) for name, part in stand_ins_now().items()}
         try:
-            payload = self._pickle((op, target, tuple(args), dict(kwargs), forbidden, bool(meters), in_place))
+            payload = self._pickle((op, target, tuple(args), dict(kwargs), forbidden, bool(meters), in_place,
+                                    stand_ins))
         except (pickle.PicklingError, TypeError, AttributeError) as e:
             raise GraderSideError(f"the test's arguments could not be sent ({type(e).__name__}: {str(e)[:200]})") from None
         self.requests += 1
@@ -405,6 +411,27 @@ class Session:
 
     def fetch(self, name):
         return self.ask("get", name, (), {}, name)
+
+
+def _vjp(fn, args, kwargs, grad_outputs):
+    """Gradients of sum(fn(args, kwargs) * grad_outputs) at each floating-point tensor argument (None at
+    the others), positional arguments first, then keyword ones in their order: a lent function's
+    backward pass, for the student's graph that called it."""
+    import torch
+    keys = list(kwargs)
+    leaves = [torch.Tensor.detach(v).clone().requires_grad_(True)
+              if isinstance(v, torch.Tensor) and v.is_floating_point() else v for v in args + list(kwargs.values())]
+    with torch.enable_grad():
+        out = fn(*leaves[:len(args)], **dict(zip(keys, leaves[len(args):])))
+    outs = list(out) if isinstance(out, (tuple, list)) else [out]
+    pairs = [(o, g) for o, g in zip(outs, grad_outputs)
+             if isinstance(o, torch.Tensor) and o.requires_grad and isinstance(g, torch.Tensor) and g.shape == o.shape]
+    wanted = [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
+    if not pairs or not wanted:
+        return [None] * len(leaves)
+    grads = iter(torch.autograd.grad([o for o, _ in pairs], wanted, [g.to(o.dtype) for o, g in pairs],
+                                     allow_unused=True))
+    return [next(grads) if isinstance(t, torch.Tensor) and t.requires_grad else None for t in leaves]
 
 
 def in_process_transport(namespace):

@@ -151,6 +151,54 @@ def in_place_allowed_now():
     return bool(_IN_PLACE)
 
 
+_STAND_INS = []  # {name: part} of the enclosing `standing_in` blocks (the grader sends them with its calls)
+
+
+@contextlib.contextmanager
+def standing_in(**parts):
+    """Inside, the notebook's names given here mean the given parts: `with cu.standing_in(attend=_attend):`.
+
+    A test of a later exercise runs it with correct earlier parts standing in for the student's, so
+    a mistake in an earlier exercise is charged to that exercise only. The student's code sees them
+    wherever it looks the name up when it runs (a call to the global `attend` inside a method).
+    Run in a notebook, the names are rebound in the notebook's namespace for the block; in grading,
+    calls made inside the block carry the parts to the student's kernel, lent (never sent), and
+    gradients flow through them.
+    """
+    namespace = _notebook_namespace()
+    saved = {name: namespace.get(name, _MISSING) for name in parts} if namespace is not None else {}
+    _STAND_INS.append(dict(parts))
+    try:
+        if namespace is not None:
+            namespace.update(parts)
+        yield
+    finally:
+        _STAND_INS.pop()
+        for name, value in saved.items():
+            if value is _MISSING:
+                namespace.pop(name, None)
+            else:
+                namespace[name] = value
+
+
+_MISSING = object()
+
+
+def _notebook_namespace():
+    """The running notebook's global namespace (IPython's user namespace), or None outside a kernel."""
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    return getattr(shell, "user_ns", None)
+
+
+def stand_ins_now():
+    """{name: part} of every `standing_in` block the caller is inside (inner blocks win)."""
+    found = {}
+    for parts in _STAND_INS:
+        found.update(parts)
+    return found
+
+
 def forbidden_now():
     """The dotted names forbidden by every `forbid` block the caller is inside."""
     return tuple(name for names in _FORBIDDEN for name in names)

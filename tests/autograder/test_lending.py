@@ -164,3 +164,22 @@ def test_a_lent_object_asked_for_gigabytes_fails_the_students_call_and_the_grade
     assert session.fetch("small")(namespace["make_cache"]) == 1
     big = torch.ones(2**29, dtype=torch.uint8)  # and the grader's own work is not limited afterwards
     assert big.sum().item() == 2**29
+
+
+def test_a_tests_part_stands_in_for_the_students_own_and_gradients_flow_through_it(kernel):
+    import course_utils as cu
+    km, kc = kernel
+    run_in_kernel(kc, SETUP)
+    run_in_kernel(kc, "def attend(q):\n    return q * 0   # an earlier exercise, wrong\n\n"
+                      "def model(q):\n    return attend(q) + 1   # a later one, right\n")
+    namespace = {"__name__": remote.TEST_MODULE}
+    exec("def reference_attend(q):\n    return q * 2\n", namespace)
+    model = _session(kernel).fetch("model")
+    x, g = torch.arange(3.0), torch.tensor([1.0, -1.0, 0.5])
+    assert model(x).tolist() == [1.0, 1.0, 1.0]
+    with cu.standing_in(attend=namespace["reference_attend"]):
+        assert model(x).tolist() == [1.0, 3.0, 5.0]
+        _, (grad,), _ = cu.call_with_grads(model, x, grad_output=g)
+    assert torch.equal(grad, 2 * g)  # through the grader's reference, into the student's graph and back
+    assert model(x).tolist() == [1.0, 1.0, 1.0]  # the student's own part again after the block
+    assert "reference" not in kernel_value(kernel, "repr(attend)")

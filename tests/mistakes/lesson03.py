@@ -302,6 +302,26 @@ MISTAKES = {
                 x[:] = x[:, perm]
                 return (fn(x) - original).abs().max().item()
     """),
+    # two wrong answers that agree: the module may not earn its points by matching an all-zero Exercise 3
+    "SelfAttention and scaled_dot_product_attention both returning zeros": ("test_self_attention", """
+        def scaled_dot_product_attention(q, k, v, mask=None):
+            return torch.zeros(*q.shape[:-1], v.shape[-1]), torch.zeros(*q.shape[:-1], k.shape[-2])
+
+        class SelfAttention(nn.Module):
+            def __init__(self, d_model, d_k, d_v=None):
+                super().__init__()
+                self.W_Q = nn.Linear(d_model, d_k, bias=False)
+                self.W_K = nn.Linear(d_model, d_k, bias=False)
+                self.W_V = nn.Linear(d_model, d_v or d_k, bias=False)
+            def forward(self, x, mask=None):
+                v = self.W_V(x)
+                return 0 * v, torch.zeros(*x.shape[:-1], x.shape[-2])
+    """),
+    # a wrong Exercise 3 under a right module: charged to Exercise 3 only (a correct one stands in for it)
+    "scaled_dot_product_attention returning zeros, under a right SelfAttention": ("test_attention_torch", """
+        def scaled_dot_product_attention(q, k, v, mask=None):
+            return torch.zeros(*q.shape[:-1], v.shape[-1]), torch.zeros(*q.shape[:-1], k.shape[-2])
+    """),
 }
 
 
@@ -361,4 +381,10 @@ ALTERNATIVES = {
                 b = fn(x).numpy()
             return float(np.max(np.abs(a - b)))
     """),
+}
+
+
+ALSO_FAILS = {
+    "SelfAttention and scaled_dot_product_attention both returning zeros": (
+        ("test_attention_torch",), "two answers are wrong: Exercise 3's own test fails its all-zero function"),
 }
