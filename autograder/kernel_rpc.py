@@ -66,7 +66,7 @@ class Lent:
         if torch is not None and torch.is_grad_enabled() and any(
                 isinstance(a, torch.Tensor) and a.requires_grad for a in list(args) + list(kwargs.values())):
             return _call_in_graph(self, args, kwargs)
-        return _ask_grader("call", self, args, kwargs)
+        return _on_device_of(list(args) + list(kwargs.values()), _ask_grader("call", self, args, kwargs))
 
     def __getattr__(self, name):
         if name.startswith("_"):
@@ -107,6 +107,19 @@ def _ask_grader(op, lent, args=(), kwargs=None):
     if not (isinstance(error, type) and issubclass(error, Exception)):
         error = RuntimeError
     raise error(f"the test's {lent._label} raised {value} (run this test cell in your notebook to see why)")
+
+
+def _on_device_of(inputs, out):
+    """A lent call's tensors, which the grader made on its CPU, on the device of the call's tensors."""
+    torch = sys.modules.get("torch")
+    device = next((a.device for a in inputs if torch is not None and isinstance(a, torch.Tensor)), None)
+    if device is None or device.type == "cpu":
+        return out
+    if isinstance(out, torch.Tensor):
+        return out.to(device)
+    if type(out) in (tuple, list):
+        return type(out)(o.to(device) if isinstance(o, torch.Tensor) else o for o in out)
+    return out
 
 
 def _call_in_graph(lent, args, kwargs):

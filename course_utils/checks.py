@@ -182,6 +182,32 @@ def standing_in(**parts):
 
 
 _MISSING = object()
+_CELL_STAND_INS = []  # `standing_in` blocks opened by cu.stand_in, closed when the running test cell ends
+
+
+def stand_in(**parts):
+    """`standing_in(**parts)` for the rest of the running test cell, visible part included.
+
+    A test of a later exercise calls it in a hidden block at its top, so that a mistake in an
+    earlier exercise (even one that raises) is charged to that exercise only. The grader ends
+    it after the cell (end_cell); in a notebook it ends when the cell has run.
+    """
+    block = standing_in(**parts)
+    block.__enter__()
+    _CELL_STAND_INS.append(block)
+    ipython = sys.modules.get("IPython")
+    shell = ipython.get_ipython() if ipython is not None else None
+    if shell is not None and len(_CELL_STAND_INS) == 1:
+        def after_cell(*_):
+            shell.events.unregister("post_run_cell", after_cell)
+            end_cell()
+        shell.events.register("post_run_cell", after_cell)
+
+
+def end_cell():
+    """Close every `stand_in` of the cell that ran: the notebook's own names mean the student's parts again."""
+    while _CELL_STAND_INS:
+        _CELL_STAND_INS.pop().__exit__(None, None, None)
 
 
 def _notebook_namespace():

@@ -183,3 +183,43 @@ def test_a_tests_part_stands_in_for_the_students_own_and_gradients_flow_through_
     assert torch.equal(grad, 2 * g)  # through the grader's reference, into the student's graph and back
     assert model(x).tolist() == [1.0, 1.0, 1.0]  # the student's own part again after the block
     assert "reference" not in kernel_value(kernel, "repr(attend)")
+
+
+def _two_cell_lesson(first, second):
+    nb = new_notebook()
+    setup = new_code_cell(SETUP)
+    setup.metadata["tags"] = ["grader-setup"]
+    nb.cells = [setup]
+    for grade_id, source in (("test_first", first), ("test_second", second)):
+        cell = new_code_cell(textwrap.dedent(source).strip())
+        cell.metadata["nbgrader"] = {"solution": False, "grade": True, "grade_id": grade_id, "points": 1,
+                                     "locked": True, "schema_version": 3}
+        nb.cells.append(cell)
+    return nbformat.from_dict(nb)
+
+
+def test_a_part_stood_in_for_a_cell_serves_its_visible_part_and_no_later_cell(kernel):
+    km, kc = kernel
+    run_in_kernel(kc, SETUP)
+    run_in_kernel(kc, "def split(x):\n    raise NotImplementedError   # an earlier exercise, not done\n\n"
+                      "def model(x):\n    return split(x) * 10   # a later one, done\n")
+    first = '''
+### BEGIN HIDDEN TESTS
+def _split(x):
+    return x + 1
+cu.stand_in(split=_split)
+### END HIDDEN TESTS
+cu.check_close(model(torch.ones(2)), torch.full((2,), 20.0), "model(x)")'''
+    second = '''
+cu.check_close(model(torch.ones(2)), torch.full((2,), 20.0), "model(x)")'''
+    runner = verdicts.LessonTests(_two_cell_lesson(first, second)).runner(_session(kernel))
+    assert runner.run("test_first")[1] is None
+    assert isinstance(runner.run("test_second")[1], NotImplementedError)  # the student's own part again
+
+
+def test_a_part_stood_in_for_a_cell_in_a_notebook_ends_with_the_cell(kernel):
+    km, kc = kernel
+    run_in_kernel(kc, SETUP + "\ndef split(x):\n    return 'mine'\n")
+    run_in_kernel(kc, "cu.stand_in(split=lambda x: 'stood in')\nseen = split(0)")
+    assert kernel_value(kernel, "seen") == "'stood in'"
+    assert kernel_value(kernel, "split(0)") == "'mine'"

@@ -241,12 +241,11 @@ ALTERNATIVES = {
 }
 
 
-# Mistakes that make the later answers that use them raise, so that no later test has anything to
-# compare: float64 weights meet float32 encoder states inside attend (and the step), and an attend
-# that calls the score the wrong way round, or ignores it, feeds the step's AdditiveScore the wrong sizes.
+# Mistakes that make the step raise before its test can compare anything: an attend that calls the
+# score the wrong way round, or ignores it, feeds the step's AdditiveScore the wrong sizes. (A correct
+# attention_weights stands in for the student's in the later tests; a correct attend cannot, since it
+# would have to call the student's own AdditiveScore module from the grader's side.)
 ALSO_FAILS = {
-    "attention weights in float64": (("test_attend", "test_bahdanau_decoder"),
-                                     "float64 weights @ float32 states raises inside attend"),
     "attend that calls the score with its arguments swapped": (("test_bahdanau_decoder",),
                                                                "AdditiveScore gets the wrong sizes and raises"),
     "attend that ignores the score function it is given": (("test_bahdanau_decoder",),

@@ -266,11 +266,3 @@ ALTERNATIVES.update({
                                                 "allowed_pairs = int(attention_mask(torch.tensor([5, 3, 0]), 5, True).sum())"),
     "allowed pairs as a float": ("test_concept_pairs", "allowed_pairs = 27.0"),
 })
-
-
-# A float causal_mask cannot be combined with `&` or negated with `~`: an attention_mask or
-# to_mha_masks built from it raises inside the student's own function, so nothing is left to grade apart.
-ALSO_FAILS = {
-    "causal_mask as floats": (("test_attention_mask", "test_to_mha_masks"),
-                              "bool & float and ~float raise TypeError inside the later answers"),
-}

@@ -249,11 +249,3 @@ ALTERNATIVES.update({
     """),
     "parameters as a numpy integer": ("test_concept_params", "mha_parameters = np.int64(16640)"),
 })
-
-
-# A split_heads that returns float64 makes any module that uses it crash (float64 heads meet w_o's
-# float32 weights), before the test can compare anything: no test of Exercise 3 can grade it apart.
-ALSO_FAILS = {
-    "split_heads returning float64": (("test_multi_head_attention",),
-                                      "the module raises a dtype error inside w_o; nothing to compare"),
-}
