@@ -50,7 +50,7 @@ class TooLarge(Exception):
     """An answer past MAX_ANSWER_BYTES: the student's, reported as returning more than the grader accepts."""
 
 
-_LENDING = {"ask": None}  # this request's way to ask the grader: None once the request is over
+_LENDING = {"ask": None, "namespace": None}  # this request's way to ask the grader: None once the request is over
 
 
 class Lent:
@@ -101,6 +101,9 @@ def _ask_grader(op, lent, args=(), kwargs=None):
         raise RuntimeError(f"the test's {lent._label} was lent only for the call it was passed to")
     question = json.dumps({"op": op, "id": lent._number, "args": encode(list(args)), "kwargs": encode(dict(kwargs or {}))})
     kind, value = _Unpickler(io.BytesIO(base64.b64decode(ask(question)))).load()
+    while kind == "request":  # the lent object uses this notebook's objects: serve that, then ask again
+        answer = json.dumps({"op": "answer", "text": _serve(value, _LENDING["namespace"])})
+        kind, value = _Unpickler(io.BytesIO(base64.b64decode(ask(answer)))).load()
     if kind == "ok":
         return value
     error = getattr(builtins, str(value), None)
@@ -314,11 +317,11 @@ def serve(request, namespace, ask_grader=None):
     """Answer one request (pickled bytes) against `namespace` (the notebook's globals); returns JSON text.
 
     ask_grader(question text) -> answer text: how a lent object asks the grader (None: nothing can be lent)."""
-    _LENDING["ask"] = ask_grader
+    _LENDING["ask"], _LENDING["namespace"] = ask_grader, namespace
     try:
         return _serve(request, namespace)
     finally:
-        _LENDING["ask"] = None
+        _LENDING["ask"], _LENDING["namespace"] = None, None
 
 
 def _serve(request, namespace):

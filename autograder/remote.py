@@ -165,8 +165,8 @@ def _stays_here(obj):
 def _decode(value, session, label, depth=0, callback=False):
     """A kernel answer as plain values built here; anything unexpected is a GraderSideError.
 
-    callback: these are the arguments of the kernel's call on a lent object, which may hold lent objects
-    but no kernel handles (the kernel is waiting, it cannot be asked about them)."""
+    callback: these are the arguments of the kernel's call on a lent object (they may hold lent objects,
+    and handles, which the lent object may use: the kernel answers while it waits)."""
     import torch
     if depth > 25:
         raise GraderSideError("answer nested too deeply")
@@ -228,9 +228,6 @@ def _decode(value, session, label, depth=0, callback=False):
             out[key] = _decode(v, session, f"{label}[{key!r}]", depth + 1, callback)
         return out
     if kind == "handle":
-        if callback:
-            raise TypeError("the test's objects take tensors, arrays, numbers, strings and containers of these, "
-                            "not objects of your notebook")
         return Remote(session, int(value["id"]), label)
     if kind == "lent":  # the test's own object, lent to this request, coming back (model.eval() returns self)
         number = int(value["id"])
@@ -264,17 +261,32 @@ class Session:
         self.requests = 0
         self.lent = {}  # {id: object} lent to the kernel for the request under way (ids never reused)
         self._next_id = 0
-        self._in_callback = False
+        self._conversations = []  # converse functions of the kernel's questions under way, innermost last
         self._grader_failure = None
 
     def ask(self, op, target, args, kwargs, label):
-        if self._in_callback:  # a lent object asked the kernel while the kernel waits for that object
-            raise GraderSideError("a test's object asked the student's kernel while the kernel was waiting for it")
+        if self._conversations:  # a lent object uses the student's objects while the kernel waits for it
+            return self._ask(op, target, args, kwargs, label, self._nested_transport)
         with _no_modes():  # the test's own modes (forbid, TensorMemory) are sent with the request, for the kernel's work
             try:
-                return self._ask(op, target, args, kwargs, label)
+                return self._ask(op, target, args, kwargs, label, self.transport)
             finally:
                 self.lent.clear()  # lent for one request: a kept stand-in answers nothing later
+
+    def _nested_transport(self, payload, answer_callback):
+        """A request made while the kernel waits for the answer to its question: sent as that answer
+        ("request", payload); the kernel serves it and asks again with {"op": "answer", "text": ...},
+        asking its own questions about lent objects first if the request needs them."""
+        converse = self._conversations[-1]
+        prompt = converse(base64.b64encode(pickle.dumps(("request", payload), protocol=4)).decode())
+        while True:
+            try:
+                question = json.loads(prompt) if isinstance(prompt, str) and len(prompt) <= 2 * MAX_ANSWER_CHARS else None
+            except ValueError:
+                question = None
+            if type(question) is dict and question.get("op") == "answer":
+                return question.get("text")
+            prompt = converse(answer_callback(prompt, converse))
 
     def _pickle(self, value):
         """`value` as a plain pickle: Remote handles by id, test-made objects lent (see the module docstring)."""
@@ -300,10 +312,11 @@ class Session:
         self.lent[self._next_id] = obj
         return self._next_id
 
-    def answer_callback(self, text):
+    def answer_callback(self, text, converse=None):
         """The kernel's question about a lent object (JSON text): the reply, base64 of a pickle
-        ("ok", value) or ("error", kind). The object runs here, as the test's own code."""
-        self._in_callback = True
+        ("ok", value) or ("error", kind). The object runs here, as the test's own code; if it uses
+        the student's objects, `converse(reply) -> the kernel's next prompt` carries those requests."""
+        self._conversations.append(converse or self._no_conversation)
         try:
             try:
                 with _no_modes(), _bounded_memory(LENT_CALL_MEMORY):  # (in this process's transport, the
@@ -322,7 +335,11 @@ class Session:
                 reply = self._pickle(("ok", _LendThis(value[1])))
             return base64.b64encode(reply).decode()
         finally:
-            self._in_callback = False
+            self._conversations.pop()
+
+    @staticmethod
+    def _no_conversation(reply):
+        raise GraderSideError("a test's object used the student's kernel, over a transport that cannot carry it")
 
     def _callback(self, text):
         if not isinstance(text, str) or len(text) > 2 * MAX_ANSWER_CHARS:
@@ -351,7 +368,7 @@ class Session:
             return target[args[0]]
         return {"len": len, "list": list, "bool": bool, "next": next}[op](target)
 
-    def _ask(self, op, target, args, kwargs, label):
+    def _ask(self, op, target, args, kwargs, label, transport):
         from course_utils.checks import ForbiddenCall, forbidden_now, in_place_allowed_now, stand_ins_now
         from course_utils.memory import measuring
         forbidden, meters, in_place = forbidden_now(), measuring(), in_place_allowed_now()
@@ -362,8 +379,9 @@ class Session:
         except (pickle.PicklingError, TypeError, AttributeError) as e:
             raise GraderSideError(f"the test's arguments could not be sent ({type(e).__name__}: {str(e)[:200]})") from None
         self.requests += 1
-        self._grader_failure = None
-        text = self.transport(payload, self.answer_callback)
+        if transport is self.transport:
+            self._grader_failure = None
+        text = transport(payload, self.answer_callback)
         if self._grader_failure is not None:
             raise self._grader_failure
         if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
@@ -438,7 +456,12 @@ def in_process_transport(namespace):
     """A transport that serves requests from a namespace in this process (tests and the mistakes data)."""
     stub = {"__name__": "__autograder_rpc__"}
     exec(compile(STUB, "<kernel_rpc>", "exec"), stub)
-    return lambda payload, answer_callback: stub["serve"](payload, namespace, answer_callback)
+
+    def converse(reply):  # a request made by a lent object: served at once, as the kernel would
+        kind, payload = pickle.loads(base64.b64decode(reply))
+        return json.dumps({"op": "answer", "text": stub["_serve"](payload, namespace)}) if kind == "request" else None
+
+    return lambda payload, answer_callback: stub["serve"](payload, namespace, lambda q: answer_callback(q, converse))
 
 
 def kernel_expression(payload):
@@ -517,6 +540,22 @@ def kernel_transport(kc, get_shell_msg, deadline, on_timeout=None, is_alive=None
 
     def transport(payload, answer_callback):
         def questions(msg_id):
+            def converse(reply):
+                """Send `reply` to the kernel's question; the kernel's next prompt (this request's)."""
+                kc.input(reply)
+                while True:
+                    try:
+                        msg = get_stdin_msg(timeout=0.05)
+                    except Empty:
+                        if is_alive is not None and not is_alive():
+                            from nbclient.exceptions import DeadKernelError
+                            raise DeadKernelError("the kernel died while the student's code ran") from None
+                        if time.monotonic() > deadline():
+                            raise TimeoutError("your code did not finish within the cell's time limit") from None
+                        continue
+                    if msg.get("parent_header", {}).get("msg_id") == msg_id and msg.get("msg_type") == "input_request":
+                        return msg.get("content", {}).get("prompt")
+
             asked = False
             while True:
                 try:
@@ -524,7 +563,7 @@ def kernel_transport(kc, get_shell_msg, deadline, on_timeout=None, is_alive=None
                 except Empty:
                     return asked
                 if msg.get("parent_header", {}).get("msg_id") == msg_id and msg.get("msg_type") == "input_request":
-                    kc.input(answer_callback(msg.get("content", {}).get("prompt")))
+                    kc.input(answer_callback(msg.get("content", {}).get("prompt"), converse))
                     asked = True
 
         reply = silent_request(kc, get_shell_msg, "", {"answer": kernel_expression(payload)}, deadline,
