@@ -239,15 +239,3 @@ ALTERNATIVES = {
                 return torch.einsum("bqd,de,bke->bqk", query, self.W.weight, keys)
     """),
 }
-
-
-# Mistakes that make the step raise before its test can compare anything: an attend that calls the
-# score the wrong way round, or ignores it, feeds the step's AdditiveScore the wrong sizes. (A correct
-# attention_weights stands in for the student's in the later tests; a correct attend cannot, since it
-# would have to call the student's own AdditiveScore module from the grader's side.)
-ALSO_FAILS = {
-    "attend that calls the score with its arguments swapped": (("test_bahdanau_decoder",),
-                                                               "AdditiveScore gets the wrong sizes and raises"),
-    "attend that ignores the score function it is given": (("test_bahdanau_decoder",),
-                                                           "its own dot product of unequal sizes raises"),
-}

@@ -168,6 +168,16 @@ MISTAKES = {
                 with torch.no_grad():
                     return self.linear2(F.relu(self.linear1(x)))
     """),
+    "feed-forward with dropout (every call in training mode differs)": ("test_feed_forward", """
+        class FeedForward(nn.Module):
+            def __init__(self, d_model, d_ff):
+                super().__init__()
+                self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+                self.dropout = nn.Dropout(0.1)
+
+            def forward(self, x):
+                return self.linear2(self.dropout(F.relu(self.linear1(x))))
+    """),
     "feed-forward with other attribute names": ("test_feed_forward", """
         class FeedForward(nn.Module):
             def __init__(self, d_model, d_ff):
