@@ -269,6 +269,10 @@ MISTAKES = {
         def causal_mask(L_q, L_k):
             return torch.ones(L_q, L_k, dtype=torch.bool).tril()
     """),
+    "causal_mask as floats": ("test_causal_mask", """
+        def causal_mask(L_q, L_k):
+            return torch.ones(L_q, L_k).tril(diagonal=L_k - L_q)
+    """),
     "causal_mask inverted": ("test_causal_mask", """
         def causal_mask(L_q, L_k):
             return ~torch.ones(L_q, L_k, dtype=torch.bool).tril(diagonal=L_k - L_q)

@@ -230,6 +230,47 @@ MISTAKES = {
                 lse[:, :, i0:i0 + n] = m + torch.log(s)
             return o, lse
     """),
+    "flash_forward through PyTorch's fused operator (forbidden)": ("test_flash_forward", """
+        def flash_forward(q, k, v, causal=False, block_q=64, block_k=64):
+            L_q, L_k = q.shape[2], k.shape[2]
+            mask = torch.ones(L_q, L_k, dtype=torch.bool, device=q.device).tril(L_k - L_q) if causal else None
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), torch.logsumexp(scores, dim=-1)
+    """),
+    "flash_forward leaves the last partial block of queries unfilled (torch.empty)": ("test_flash_forward", """
+        def flash_forward(q, k, v, causal=False, block_q=64, block_k=64):
+            B, H, L_q, d = q.shape
+            L_k = k.shape[2]
+            scale = 1 / math.sqrt(d)
+            o = torch.empty_like(q)
+            lse = torch.empty(B, H, L_q, dtype=q.dtype, device=q.device)
+            for i0 in range(0, L_q - block_q + 1, block_q):  # the last partial block is never filled
+                q_i = q[:, :, i0:i0 + block_q]
+                n = q_i.shape[2]
+                m = torch.full((B, H, n), float("-inf"), dtype=q.dtype, device=q.device)
+                s = torch.zeros(B, H, n, dtype=q.dtype, device=q.device)
+                acc = torch.zeros_like(q_i)
+                query_pos = torch.arange(i0, i0 + n, device=q.device)[:, None] + (L_k - L_q)      # (n, 1)
+                for j0 in range(0, L_k, block_k):
+                    if causal and j0 > i0 + n - 1 + (L_k - L_q):
+                        break                                    # every later key block is in this block's future
+                    k_j, v_j = k[:, :, j0:j0 + block_k], v[:, :, j0:j0 + block_k]
+                    scores = q_i @ k_j.transpose(-2, -1) * scale                                  # (B, H, n, tile)
+                    if causal:
+                        key_pos = torch.arange(j0, j0 + k_j.shape[2], device=q.device)
+                        scores = scores.masked_fill(key_pos[None, :] > query_pos, float("-inf"))
+                    m_new = torch.maximum(m, scores.amax(dim=-1))
+                    p = torch.exp(scores - m_new[..., None])
+                    rescale = torch.exp(m - m_new)
+                    s = s * rescale + p.sum(dim=-1)
+                    acc = acc * rescale[..., None] + p @ v_j
+                    m = m_new
+                o[:, :, i0:i0 + n] = acc / s[..., None]
+                lse[:, :, i0:i0 + n] = m + torch.log(s)
+            return o, lse
+    """),
     "flash_forward forgets to rescale the running output": ("test_flash_forward", """
         def flash_forward(q, k, v, causal=False, block_q=64, block_k=64):
             B, H, L_q, d = q.shape
