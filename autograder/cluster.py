@@ -147,15 +147,8 @@ def failed_result(course_root, lesson, student, error):
 def grade_cluster(course_root, lessons, students, scheduler, limits=grading.Limits(), log=print, force=False):
     """`grade --scheduler`: the submissions `grade` would take (unchanged ones skipped unless force), on Dask."""
     course_root = Path(course_root).resolve()
-    if not Path(course_root, "gradebook.db").exists():
-        raise FileNotFoundError(f"no gradebook in {course_root}: run `python -m autograder release` first")
-    todo = grading.submissions(course_root, lessons, students)
-    done = [] if force else [t for t in todo if grading.already_graded(course_root, *t)]
-    if done:
-        log(f"skipping {len(done)} submission(s) already graded (--force regrades them)")
-    todo = [t for t in todo if t not in done]
+    todo = grading.to_grade(course_root, lessons, students, force, log)
     if not todo:
-        log(f"nothing to grade in {course_root / 'submitted'}")
         return []
     log(f"grading {len(todo)} submission(s) on the Dask cluster at {scheduler}")
     return grade_on_cluster(course_root, todo, scheduler, limits=limits, log=log)

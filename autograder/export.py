@@ -1,65 +1,25 @@
 """`export`: grades.csv, summary.csv, summary.md, canvas.csv and moodle.csv, safe to open in a spreadsheet.
 
-Every CSV the course writes goes through safe_writer: every field quoted (csv.QUOTE_ALL), so a
-comma, a quote or a newline in a roster name never moves a column; and a text field that a
-spreadsheet would read as a formula (it begins with = + - @, a tab, a carriage return or a line
-feed: OWASP's CSV injection) starts with a single quote instead, so Excel, LibreOffice and
-Google Sheets show it as text. Numbers stay numbers: an int or a float, or a string that is
-a plain decimal number (`5`, `-0.5`, `1e-3`), is written as it is, so that Canvas and Moodle
-import the scores.
+Every CSV goes through csvsafe.safe_writer (every field quoted, no field a spreadsheet would run
+as a formula, numbers as numbers).
 
 CourseCsvExportPlugin is nbgrader's CsvExportPlugin (the same columns and rows) written that
 way; `python -m autograder export` uses it, and so does plain `nbgrader export` with the
 course's configuration (ExportApp.plugin_class), or with
 `--exporter=autograder.export.CourseCsvExportPlugin`.
 """
-import csv
 import json
-import re
 from collections import defaultdict
 from pathlib import Path
 
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
 
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r", "\n")
-PLAIN_NUMBER = re.compile(r"[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+)?")
+from .csvsafe import write_csv
+from .lms import export_lms
+
 GRADES_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
                   "raw_score", "late_submission_penalty", "score", "max_score"]
-
-
-def cell(value):
-    """One CSV field: numbers as they are; text that a spreadsheet would run as a formula starts with '."""
-    if value is None:
-        return ""
-    if isinstance(value, bool):
-        return str(value)
-    if isinstance(value, (int, float)):
-        return value
-    text = str(value)
-    if text.startswith(FORMULA_STARTS) and not PLAIN_NUMBER.fullmatch(text):
-        return "'" + text
-    return text
-
-
-class safe_writer:
-    """csv.writer with every field quoted and every field passed through cell()."""
-
-    def __init__(self, f):
-        self._w = csv.writer(f, quoting=csv.QUOTE_ALL, lineterminator="\r\n")
-
-    def writerow(self, row):
-        self._w.writerow([cell(v) for v in row])
-
-    def writerows(self, rows):
-        for row in rows:
-            self.writerow(row)
-
-
-def write_csv(path, rows):
-    with open(path, "w", newline="", encoding="utf-8") as f:
-        safe_writer(f).writerows(rows)
-    return Path(path)
 
 
 class CourseCsvExportPlugin(ExportPlugin):
@@ -99,7 +59,6 @@ def export(course_root, out_dir, log=print):
     """grades.csv (nbgrader's columns) and summary.csv / summary.md (per question, flags) in out_dir,
     plus canvas.csv and moodle.csv; returns (grades.csv, summary.md)."""
     from nbgrader.api import Gradebook
-    from .lms import export_lms
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with Gradebook(f"sqlite:///{Path(course_root).resolve() / 'gradebook.db'}") as gb:

@@ -214,7 +214,7 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
     finished, and raises GradingInterrupted naming what was not graded: run again to resume.
     """
     course_root = Path(course_root).resolve()
-    todo = _to_grade(course_root, lessons, students, force, log)
+    todo = to_grade(course_root, lessons, students, force, log)
     if not todo:
         return []
     zygote.warm(min(max(1, jobs), len(todo)))  # their imports run while the probe does
@@ -254,7 +254,7 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
     return results
 
 
-def _to_grade(course_root, lessons, students, force, log):
+def to_grade(course_root, lessons, students, force, log):
     """[(lesson, student)] to grade now: those submitted, less those already graded (unless `force`)."""
     if not Path(course_root, "gradebook.db").exists():
         raise FileNotFoundError(f"no gradebook in {course_root}: run `python -m autograder release` first")

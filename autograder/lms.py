@@ -22,7 +22,7 @@ student), listed in LMS_EXPORTS: `python -m autograder export` writes every one,
 nbgrader writes one with `nbgrader export --exporter=autograder.lms.CanvasExportPlugin --to canvas.csv`.
 A new LMS format is one new subclass added to LMS_EXPORTS (docs/design.md shows one).
 
-Both files are written by export.safe_writer: every field quoted, and a name or email that a
+Both files are written by csvsafe.safe_writer: every field quoted, and a name or email that a
 spreadsheet would run as a formula (it begins with = + - @, a tab or a line break) starts
 with a single quote; the scores are plain numbers, which both importers read.
 """
@@ -30,19 +30,22 @@ from pathlib import Path
 
 from nbgrader.plugins import ExportPlugin
 
-from .export import write_csv
+from .csvsafe import write_csv
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_COLUMNS = ["First name", "Last name", "ID number", "Email address"]
 
 
-def scores(gb):
-    """([lesson], {lesson: max score}, [(student, {lesson: score})]) from an nbgrader Gradebook."""
+def scores(gb, lessons=(), students=()):
+    """([lesson], {lesson: max score}, [(student, {lesson: score})]) from an nbgrader Gradebook, for the
+    given lessons and students only if any are given (nbgrader's `--assignment` and `--student`)."""
     from nbgrader.api import MissingEntry
-    lessons = sorted(a.name for a in gb.assignments)
-    points = {a.name: a.max_score for a in gb.assignments}
+    points = {a.name: a.max_score for a in gb.assignments if not lessons or a.name in lessons}
+    lessons = sorted(points)
     rows = []
     for student in sorted(gb.students, key=lambda s: s.id):
+        if students and student.id not in students:
+            continue
         got = {}
         for lesson in lessons:
             try:
@@ -76,7 +79,7 @@ class LmsExportPlugin(ExportPlugin):
         raise NotImplementedError
 
     def export(self, gradebook):
-        lessons, points, rows = scores(gradebook)
+        lessons, points, rows = scores(gradebook, [str(a) for a in self.assignment], [str(s) for s in self.student])
         dest = self.to or self.filename
         write_csv(dest, self.header(lessons, points) + [self.row(student, got, lessons) for student, got in rows])
         return Path(dest)

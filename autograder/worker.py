@@ -95,7 +95,7 @@ def work(job):
     """Autograde one submission into the shard gradebook named in `job`."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
-    from .grading import Limits, grading_config
+    from .settings import Limits, grading_config
     limits = Limits(**job["limits"])
     config = grading_config(job["course"], job["db_url"], limits, job["sandbox"])
     api = NbGraderAPI(CourseDirectory(config=config), config=config)

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from autograder.export import CourseCsvExportPlugin, cell, export
+from autograder.csvsafe import cell
+from autograder.export import CourseCsvExportPlugin, export
 
 REPO = Path(__file__).resolve().parents[2]
 LESSON = "01_seq2seq_bottleneck"
@@ -169,3 +170,21 @@ def test_the_plugin_exports_only_the_students_asked_for(course, tmp_path):
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         CourseCsvExportPlugin(to=str(tmp_path / "g.csv"), student=["hyper"]).export(gb)
     assert [r[3:7] for r in rows(tmp_path / "g.csv")[1:]] == [["hyper", "'" + HYPERLINK, "Eve", "'=1+1@evil.example"]]
+
+
+@pytest.mark.parametrize("plugin, id_column", [("CanvasExportPlugin", 2), ("MoodleExportPlugin", 2)])
+def test_an_lms_plugin_exports_only_the_students_and_lessons_asked_for(course, tmp_path, plugin, id_column):
+    """nbgrader's `--student` and `--assignment` filters, honoured as nbgrader's own CsvExportPlugin does."""
+    from nbgrader.api import Gradebook
+    from autograder import lms
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        gb.add_assignment("lesson-not-asked-for")
+        getattr(lms, plugin)(to=str(tmp_path / "all.csv")).export(gb)
+        getattr(lms, plugin)(to=str(tmp_path / "some.csv"), student=["hyper", "minus"], assignment=[LESSON]).export(gb)
+        gb.remove_assignment("lesson-not-asked-for")
+    everyone, some = rows(tmp_path / "all.csv"), rows(tmp_path / "some.csv")
+    assert "lesson-not-asked-for" in everyone[0] and "lesson-not-asked-for" not in some[0]
+    assert some[0][-1] == LESSON
+    students = [r[id_column] for r in some if r[id_column] in {s[0] for s in ROSTER}]
+    assert students == ["hyper", "minus"] and len(everyone) > len(some)
+
