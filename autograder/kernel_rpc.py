@@ -133,21 +133,20 @@ def _call_in_graph(lent, args, kwargs):
     given = list(args) + list(kwargs.values())
     values = [torch.Tensor.detach(v) if isinstance(v, torch.Tensor) else v for v in given]
     inputs = [i for i, v in enumerate(given) if isinstance(v, torch.Tensor) and v.requires_grad]
-    device = values[inputs[0]].device
-    here = lambda t: t.to(device) if isinstance(t, torch.Tensor) else t  # noqa: E731: the grader's tensors are on its CPU
 
     class LentCall(torch.autograd.Function):
         @staticmethod
         def forward(ctx, *tensors):
-            out = _ask_grader("call", lent, values[:len(args)], dict(zip(keys, values[len(args):])))
-            return tuple(here(o) for o in out) if isinstance(out, (tuple, list)) else here(out)
+            out = _on_device_of(given, _ask_grader("call", lent, values[:len(args)], dict(zip(keys, values[len(args):]))))
+            return tuple(out) if type(out) is list else out
 
         @staticmethod
         def backward(ctx, *grad_outputs):
             grads = _ask_grader("vjp", lent, (values[:len(args)], dict(zip(keys, values[len(args):])),
                                               [torch.Tensor.detach(g) if isinstance(g, torch.Tensor) else None
                                                for g in grad_outputs]))
-            return tuple(here(grads[i]) if isinstance(grads, list) and i < len(grads) else None for i in inputs)
+            return tuple(_on_device_of([given[i]], grads[i]) if type(grads) is list and i < len(grads) else None
+                         for i in inputs)
 
     return LentCall.apply(*(given[i] for i in inputs))
 
