@@ -195,8 +195,7 @@ def stand_in(**parts):
     block = standing_in(**parts)
     block.__enter__()
     _CELL_STAND_INS.append(block)
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
+    shell = _shell()
     if shell is not None and len(_CELL_STAND_INS) == 1:
         def after_cell(*_):
             shell.events.unregister("post_run_cell", after_cell)
@@ -210,11 +209,15 @@ def end_cell():
         _CELL_STAND_INS.pop().__exit__(None, None, None)
 
 
+def _shell():
+    """The running IPython shell, or None outside a kernel (the grader's process has none)."""
+    ipython = sys.modules.get("IPython")
+    return ipython.get_ipython() if ipython is not None else None
+
+
 def _notebook_namespace():
     """The running notebook's global namespace (IPython's user namespace), or None outside a kernel."""
-    ipython = sys.modules.get("IPython")
-    shell = ipython.get_ipython() if ipython is not None else None
-    return getattr(shell, "user_ns", None)
+    return getattr(_shell(), "user_ns", None)
 
 
 def stand_ins_now():
