@@ -13,11 +13,16 @@ grader's set-up defined (a fake model, a reference function, a lambda), and any 
 generator, is *lent*: the kernel gets a stand-in whose every use (a call, a public attribute,
 len, items) is a question back to the grader, asked over Jupyter's stdin channel while the
 request runs, and answered here with data or another lent object. A lent object lives for one
-request: kept by the student's code, it answers nothing later.
+request: kept by the student's code, it answers nothing later. A lent object may use the student's
+objects it is handed (a request made during a question travels as its answer, and the kernel asks
+again with that request's answer), and a lent call inside the student's autograd graph gets its
+backward pass here too (a "vjp" question). That is how a test's correct parts stand in for the
+student's earlier answers (course_utils.stand_in; the request carries them).
 
-The transport is a function `(bytes, answer_callback) -> answer text`: over a Jupyter kernel
+The transport is a function `(bytes, answer_callback) -> answer text`, over a Jupyter kernel
 (kernel_transport) in grading, or in this process (in_process_transport) for tests and
-`verdicts check`.
+`verdicts check`; it calls answer_callback(question, converse) for each question, where
+converse(reply) sends a reply and returns the kernel's next prompt.
 """
 import ast
 import base64
