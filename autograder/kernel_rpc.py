@@ -261,14 +261,31 @@ def _forbidding(names):
 
 
 @contextlib.contextmanager
-def _measuring(measure):
-    """The tensors the call allocates, counted as course_utils.memory.TensorMemory counts them (when asked)."""
-    if not measure:
-        yield None
-        return
-    from course_utils.memory import TensorMemory
-    with TensorMemory() as memory:
-        yield memory
+def _measuring(meters):
+    """What the call does, measured as the test asked: "memory", the tensors it allocates (as
+    course_utils.memory.TensorMemory counts them); "work", its Triton kernels' loads, stores and tile products (as
+    course_utils.kernels.count_work counts them). Yields {meter: measurement}."""
+    meters = meters if type(meters) is tuple else ()
+    with contextlib.ExitStack() as stack:
+        taken = {}
+        if "memory" in meters:
+            from course_utils.memory import TensorMemory
+            taken["memory"] = stack.enter_context(TensorMemory())
+        if "work" in meters:
+            from course_utils.kernels import count_work
+            taken["work"] = stack.enter_context(count_work())
+        yield taken
+
+
+def _measurements(taken):
+    """The answer's figures from _measuring's measurements: plain ints only."""
+    figures = {}
+    if "memory" in taken:
+        figures["memory"] = [int(taken["memory"].peak_bytes), int(taken["memory"].largest_bytes)]
+    if "work" in taken:
+        import dataclasses
+        figures["work"] = {name: int(value) for name, value in dataclasses.asdict(taken["work"]).items()}
+    return figures
 
 
 def _grads(fn, args, kwargs, grad_output):
@@ -325,10 +342,10 @@ def serve(request, namespace, ask_grader=None):
 
 def _serve(request, namespace):
     try:
-        op, target, args, kwargs, forbidden, measure, in_place, stand_ins = _Unpickler(io.BytesIO(request)).load()
+        op, target, args, kwargs, forbidden, meters, in_place, stand_ins = _Unpickler(io.BytesIO(request)).load()
     except Exception as e:  # noqa: BLE001: the grader sent what this kernel cannot read: the grader's problem
         return json.dumps({"ok": False, "grader": f"the kernel could not read the request ({type(e).__name__})"})
-    changed, memory = [], None
+    changed, measured = [], {}
     try:
         with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
                 _standing_in(namespace, stand_ins):
@@ -339,7 +356,7 @@ def _serve(request, namespace):
             elif op in ("call", "grads"):
                 obj = _table()[target]
                 before = _arrays(args, kwargs) if op == "call" else {}
-                with _forbidding(forbidden), _measuring(measure) as memory:
+                with _forbidding(forbidden), _measuring(meters) as measured:
                     if op == "call":
                         value = obj(*args, **kwargs)
                     else:  # args: (call args, call kwargs, grad_output)
@@ -349,9 +366,7 @@ def _serve(request, namespace):
                 obj = _table()[target]
                 with _forbidding(forbidden):
                     value = _other(op, obj, args)
-        answer = {"ok": True, "value": encode(value), "changed": changed}
-        if memory is not None:
-            answer["memory"] = [int(memory.peak_bytes), int(memory.largest_bytes)]
+        answer = {"ok": True, "value": encode(value), "changed": changed, **_measurements(measured)}
     except BaseException as e:  # noqa: BLE001: the student's error is reported as its kind only
         kind = next((k.__name__ for k in type(e).__mro__ if k.__name__ in BUILTIN_ERRORS), "Exception")
         if type(e).__name__ in ("ForbiddenCall", "TooLarge"):

@@ -375,11 +375,14 @@ class Session:
 
     def _ask(self, op, target, args, kwargs, label, transport):
         from course_utils.checks import ForbiddenCall, forbidden_now, in_place_allowed_now, stand_ins_now
+        from course_utils.kernels import counting
         from course_utils.memory import measuring
-        forbidden, meters, in_place = forbidden_now(), measuring(), in_place_allowed_now()
+        forbidden, in_place = forbidden_now(), in_place_allowed_now()
+        meters = {"memory": measuring(), "work": counting()}
+        asked = tuple(kind for kind, open_blocks in meters.items() if open_blocks)
         stand_ins = {name: _LendThis(part) for name, part in stand_ins_now().items()}
         try:
-            payload = self._pickle((op, target, tuple(args), dict(kwargs), forbidden, bool(meters), in_place,
+            payload = self._pickle((op, target, tuple(args), dict(kwargs), forbidden, asked, in_place,
                                     stand_ins))
         except (pickle.PicklingError, TypeError, AttributeError) as e:
             raise GraderSideError(f"the test's arguments could not be sent ({type(e).__name__}: {str(e)[:200]})") from None
@@ -415,10 +418,7 @@ class Session:
             hint = " (the exercise is not done yet?)" if kind == "NotImplementedError" else ""
             raise error(f"{name} raised {kind}{hint}; run this test cell in your notebook to see the details")
         value = _decode(answer.get("value"), self, label)
-        if meters and isinstance(answer.get("memory"), list) and len(answer["memory"]) == 2:
-            peak, largest = (max(0, int(x)) for x in answer["memory"])
-            for meter in meters:
-                meter.absorb(peak, largest)
+        _absorb(answer, meters)
         changed = answer.get("changed") or []
         if in_place and type(changed) is dict:  # the test replays the student's pieces: mirror their changes
             for key, new in changed.items():
@@ -434,6 +434,20 @@ class Session:
 
     def fetch(self, name):
         return self.ask("get", name, (), {}, name)
+
+
+def _absorb(answer, meters):
+    """Add the kernel's figures for one call to the test's open meters: its memory to every TensorMemory block,
+    its Triton work to every count_work block (ints only; anything else in the answer is ignored)."""
+    memory = answer.get("memory")
+    if meters["memory"] and type(memory) is list and len(memory) == 2 and all(type(x) is int for x in memory):
+        for meter in meters["memory"]:
+            meter.absorb(*(max(0, x) for x in memory))
+    work = answer.get("work")
+    if meters["work"] and type(work) is dict:
+        counts = {name: max(0, value) for name, value in work.items() if type(name) is str and type(value) is int}
+        for meter in meters["work"]:
+            meter.absorb(counts)
 
 
 def _vjp(fn, args, kwargs, grad_outputs):

@@ -1,0 +1,159 @@
+"""Triton for lesson 11: where its kernels run, and the memory traffic and arithmetic they do, counted.
+
+A @triton.jit kernel is compiled for a GPU. Without a CUDA GPU, Triton's interpreter runs the same kernel on
+CPU tensors, one program after another, with numpy (`TRITON_INTERPRET=1`, read when a kernel is decorated):
+`load_triton()` turns it on before the notebook defines any kernel. Its times mean nothing, but what the
+kernel loads, stores and multiplies is exactly what the compiled kernel asks of memory and arithmetic units,
+and `count_work()` counts it while the interpreter runs. On a GPU, `count_work()` runs the kernels launched
+inside it in the interpreter too, on host copies of their arguments, so the counts are the same everywhere.
+
+It holds no answer to a graded exercise: it counts whatever kernel the notebook launches.
+"""
+import contextlib
+import dataclasses
+import os
+import threading
+
+import torch
+
+_TRITON_MISSING = (
+    "This lesson needs Triton, and it is not installed here. On Linux (x86-64 or ARM64): "
+    "`python -m pip install triton` (or the course's `pip install -r requirements.txt`). On macOS or Windows "
+    "Triton has no package: open the lesson in Google Colab (the badge at the top), which ships Triton, with "
+    "or without a GPU runtime.")
+
+
+def load_triton():
+    """Import Triton for this machine: compiled kernels with a CUDA GPU, its interpreter without one.
+
+    Call it before defining any @triton.jit kernel (the choice is made when a kernel is decorated).
+    returns (triton, triton.language, interpreted: bool)
+    """
+    if not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"
+    try:
+        import triton
+        import triton.language as tl
+    except ImportError as error:
+        raise ImportError(_TRITON_MISSING) from error
+    return triton, tl, is_interpreted()
+
+
+def is_interpreted():
+    """True when @triton.jit kernels defined now run in Triton's interpreter (on the CPU)."""
+    return os.environ.get("TRITON_INTERPRET", "").strip().lower() in ("1", "true", "yes", "on")
+
+
+@dataclasses.dataclass
+class KernelWork:
+    """What the kernels launched inside one `count_work()` asked for.
+
+    launches and programs: kernel launches and programs run (the grid's size, summed);
+    loads, stores: `tl.load`/`tl.store` calls, over all programs; bytes_loaded, bytes_stored: the bytes of the
+    elements their masks let through (what would move between the GPU's main memory and the chip);
+    dot_flops: 2 * M * N * K for every `tl.dot` of an (M, K) by a (K, N) tile.
+    """
+    launches: int = 0
+    programs: int = 0
+    loads: int = 0
+    bytes_loaded: int = 0
+    stores: int = 0
+    bytes_stored: int = 0
+    dot_flops: int = 0
+
+    def absorb(self, counts):
+        """Add counts made elsewhere ({field: int}; the grader's tests count the work of calls to your kernel)."""
+        for field in dataclasses.fields(self):
+            setattr(self, field.name, getattr(self, field.name) + int(counts.get(field.name, 0)))
+
+    @property
+    def bytes_moved(self):
+        return self.bytes_loaded + self.bytes_stored
+
+    def __str__(self):
+        return (f"{self.launches} launch(es), {self.programs} programs; {self.loads} loads ({self.bytes_loaded:,} B), "
+                f"{self.stores} stores ({self.bytes_stored:,} B); {self.dot_flops:,} FLOPs in tl.dot")
+
+
+_counting = threading.Lock()  # the interpreter itself is one global object: one count at a time
+_ACTIVE = []  # the count_work blocks the caller is inside (the grader counts its remote calls for them)
+
+
+def counting():
+    """The count_work blocks now open, innermost last."""
+    return list(_ACTIVE)
+
+
+def _itemsize(handle):
+    return int(getattr(handle.data, "itemsize", 0) or handle.data.dtype.itemsize)
+
+
+@contextlib.contextmanager
+def count_work():
+    """Count the loads, stores and tile products of the Triton kernels launched inside the block.
+
+        with count_work() as work:
+            softmax_rows(x)
+        print(work.bytes_loaded)
+
+    Kernels run in Triton's interpreter while counted (on a GPU too: host copies of their arguments go in,
+    results are copied back), so count small problems.
+    """
+    import numpy as np
+    from triton.runtime import interpreter
+    from triton.runtime.jit import JITFunction
+
+    work = KernelWork()
+    builder = interpreter.InterpreterBuilder
+    executor = interpreter.GridExecutor
+    saved = {(builder, name): builder.__dict__[name]
+             for name in ("create_masked_load", "create_masked_store", "create_dot", "set_grid_idx")}
+    saved[(executor, "__call__")] = executor.__dict__["__call__"]
+    saved[(JITFunction, "run")] = JITFunction.__dict__["run"]
+    load, store, dot, set_grid_idx = (saved[(builder, n)] for n in
+                                      ("create_masked_load", "create_masked_store", "create_dot", "set_grid_idx"))
+    launch = saved[(executor, "__call__")]
+
+    def counted_load(self, ptrs, mask, other, *args, **kwargs):
+        result = load(self, ptrs, mask, other, *args, **kwargs)
+        work.loads += 1
+        work.bytes_loaded += int(np.count_nonzero(np.broadcast_to(mask.data, ptrs.data.shape))) * _itemsize(result)
+        return result
+
+    def counted_store(self, ptrs, value, mask, *args, **kwargs):
+        work.stores += 1
+        work.bytes_stored += int(np.count_nonzero(np.broadcast_to(mask.data, ptrs.data.shape))) * _itemsize(value)
+        return store(self, ptrs, value, mask, *args, **kwargs)
+
+    def counted_dot(self, a, b, *args, **kwargs):
+        m, k = a.data.shape[-2:]
+        n = b.data.shape[-1]
+        work.dot_flops += 2 * m * n * k * int(np.prod(a.data.shape[:-2], dtype=np.int64))
+        return dot(self, a, b, *args, **kwargs)
+
+    def counted_program(self, x, y, z):
+        work.programs += 1
+        return set_grid_idx(self, x, y, z)
+
+    def counted_launch(self, *args, **kwargs):
+        work.launches += 1
+        return launch(self, *args, **kwargs)
+
+    def interpreted_run(self, *args, grid, warmup, **kwargs):  # a compiled kernel (GPU), run in the interpreter
+        return interpreter.InterpretedFunction(self.fn).run(*args, grid=grid, warmup=warmup, **kwargs)
+
+    if not _counting.acquire(blocking=False):
+        raise RuntimeError("count_work() blocks do not nest: count one block at a time.")
+    try:
+        builder.create_masked_load, builder.create_masked_store = counted_load, counted_store
+        builder.create_dot, builder.set_grid_idx = counted_dot, counted_program
+        executor.__call__ = counted_launch
+        JITFunction.run = interpreted_run
+        _ACTIVE.append(work)
+        yield work
+    finally:
+        if _ACTIVE and _ACTIVE[-1] is work:
+            _ACTIVE.pop()
+        for (owner, name), original in saved.items():
+            setattr(owner, name, original)
+        _counting.release()
