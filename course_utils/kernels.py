@@ -12,7 +12,6 @@ It holds no answer to a graded exercise: it counts whatever kernel the notebook 
 import contextlib
 import dataclasses
 import os
-import threading
 
 import torch
 
@@ -75,12 +74,12 @@ class KernelWork:
                 f"{self.stores} stores ({self.bytes_stored:,} B); {self.dot_flops:,} FLOPs in tl.dot")
 
 
-_counting = threading.Lock()  # the interpreter itself is one global object: one count at a time
-_ACTIVE = []  # the count_work blocks the caller is inside (the grader counts its remote calls for them)
+_ACTIVE = []  # the count_work blocks open now, innermost last: the interpreter's events go to the innermost
+_PATCHED = {}  # (owner, attribute) -> Triton's own, while any block is open
 
 
 def counting():
-    """The count_work blocks now open, innermost last."""
+    """The count_work blocks now open, innermost last (the grader counts its remote calls for them)."""
     return list(_ACTIVE)
 
 
@@ -88,8 +87,64 @@ def _itemsize(handle):
     return int(getattr(handle.data, "itemsize", 0) or handle.data.dtype.itemsize)
 
 
+def _elements(mask, ptrs):
+    import numpy as np
+    return int(np.count_nonzero(np.broadcast_to(mask.data, ptrs.data.shape)))
+
+
+def _install():
+    """Route the interpreter's loads, stores, tile products, programs and launches to the innermost block."""
+    from triton.runtime import interpreter
+    from triton.runtime.jit import JITFunction
+
+    builder, executor = interpreter.InterpreterBuilder, interpreter.GridExecutor
+    names = [(builder, n) for n in ("create_masked_load", "create_masked_store", "create_dot", "set_grid_idx")]
+    _PATCHED.update({(owner, n): owner.__dict__[n] for owner, n in names + [(executor, "__call__"), (JITFunction, "run")]})
+    load, store, dot, set_grid_idx = (_PATCHED[key] for key in names)
+    launch = _PATCHED[(executor, "__call__")]
+
+    def counted_load(self, ptrs, mask, other, *args, **kwargs):
+        result = load(self, ptrs, mask, other, *args, **kwargs)
+        _ACTIVE[-1].loads += 1
+        _ACTIVE[-1].bytes_loaded += _elements(mask, ptrs) * _itemsize(result)
+        return result
+
+    def counted_store(self, ptrs, value, mask, *args, **kwargs):
+        _ACTIVE[-1].stores += 1
+        _ACTIVE[-1].bytes_stored += _elements(mask, ptrs) * _itemsize(value)
+        return store(self, ptrs, value, mask, *args, **kwargs)
+
+    def counted_dot(self, a, b, *args, **kwargs):
+        batch = 1
+        for n in a.data.shape[:-2]:
+            batch *= int(n)
+        _ACTIVE[-1].dot_flops += 2 * a.data.shape[-2] * a.data.shape[-1] * b.data.shape[-1] * batch
+        return dot(self, a, b, *args, **kwargs)
+
+    def counted_program(self, x, y, z):
+        _ACTIVE[-1].programs += 1
+        return set_grid_idx(self, x, y, z)
+
+    def counted_launch(self, *args, **kwargs):
+        _ACTIVE[-1].launches += 1
+        return launch(self, *args, **kwargs)
+
+    def interpreted_run(self, *args, grid, warmup, **kwargs):  # a compiled kernel (GPU), run in the interpreter
+        return interpreter.InterpretedFunction(self.fn).run(*args, grid=grid, warmup=warmup, **kwargs)
+
+    builder.create_masked_load, builder.create_masked_store = counted_load, counted_store
+    builder.create_dot, builder.set_grid_idx = counted_dot, counted_program
+    executor.__call__, JITFunction.run = counted_launch, interpreted_run
+
+
+def _uninstall():
+    for (owner, name), original in _PATCHED.items():
+        setattr(owner, name, original)
+    _PATCHED.clear()
+
+
 @contextlib.contextmanager
-def count_work():
+def count_work(own=False):
     """Count the loads, stores and tile products of the Triton kernels launched inside the block.
 
         with count_work() as work:
@@ -97,63 +152,46 @@ def count_work():
         print(work.bytes_loaded)
 
     Kernels run in Triton's interpreter while counted (on a GPU too: host copies of their arguments go in,
-    results are copied back), so count small problems.
+    results are copied back), so count small problems. A block inside another adds its counts to the outer one
+    when it ends, unless own=True (the grader's kernel side, whose counts travel back in its answer instead).
     """
-    import numpy as np
-    from triton.runtime import interpreter
-    from triton.runtime.jit import JITFunction
-
     work = KernelWork()
-    builder = interpreter.InterpreterBuilder
-    executor = interpreter.GridExecutor
-    saved = {(builder, name): builder.__dict__[name]
-             for name in ("create_masked_load", "create_masked_store", "create_dot", "set_grid_idx")}
-    saved[(executor, "__call__")] = executor.__dict__["__call__"]
-    saved[(JITFunction, "run")] = JITFunction.__dict__["run"]
-    load, store, dot, set_grid_idx = (saved[(builder, n)] for n in
-                                      ("create_masked_load", "create_masked_store", "create_dot", "set_grid_idx"))
-    launch = saved[(executor, "__call__")]
-
-    def counted_load(self, ptrs, mask, other, *args, **kwargs):
-        result = load(self, ptrs, mask, other, *args, **kwargs)
-        work.loads += 1
-        work.bytes_loaded += int(np.count_nonzero(np.broadcast_to(mask.data, ptrs.data.shape))) * _itemsize(result)
-        return result
-
-    def counted_store(self, ptrs, value, mask, *args, **kwargs):
-        work.stores += 1
-        work.bytes_stored += int(np.count_nonzero(np.broadcast_to(mask.data, ptrs.data.shape))) * _itemsize(value)
-        return store(self, ptrs, value, mask, *args, **kwargs)
-
-    def counted_dot(self, a, b, *args, **kwargs):
-        m, k = a.data.shape[-2:]
-        n = b.data.shape[-1]
-        work.dot_flops += 2 * m * n * k * int(np.prod(a.data.shape[:-2], dtype=np.int64))
-        return dot(self, a, b, *args, **kwargs)
-
-    def counted_program(self, x, y, z):
-        work.programs += 1
-        return set_grid_idx(self, x, y, z)
-
-    def counted_launch(self, *args, **kwargs):
-        work.launches += 1
-        return launch(self, *args, **kwargs)
-
-    def interpreted_run(self, *args, grid, warmup, **kwargs):  # a compiled kernel (GPU), run in the interpreter
-        return interpreter.InterpretedFunction(self.fn).run(*args, grid=grid, warmup=warmup, **kwargs)
-
-    if not _counting.acquire(blocking=False):
-        raise RuntimeError("count_work() blocks do not nest: count one block at a time.")
+    if not _ACTIVE:
+        _install()
+    _ACTIVE.append(work)
     try:
-        builder.create_masked_load, builder.create_masked_store = counted_load, counted_store
-        builder.create_dot, builder.set_grid_idx = counted_dot, counted_program
-        executor.__call__ = counted_launch
-        JITFunction.run = interpreted_run
-        _ACTIVE.append(work)
         yield work
     finally:
-        if _ACTIVE and _ACTIVE[-1] is work:
-            _ACTIVE.pop()
-        for (owner, name), original in saved.items():
-            setattr(owner, name, original)
-        _counting.release()
+        _ACTIVE.remove(work)
+        if not _ACTIVE:
+            _uninstall()
+        elif not own:
+            _ACTIVE[-1].absorb(dataclasses.asdict(work))
+
+
+def count_eager_bytes(fn, *args, **kwargs):
+    """(result, bytes read, bytes written) of fn run eagerly: every PyTorch operator it calls is taken to read
+    each of its tensor inputs once and write each of its outputs once (what an unfused operator does in main
+    memory). Views move nothing and are not counted; neither are empty allocations.
+    """
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_leaves
+
+    traffic = {"read": 0, "written": 0}
+
+    def nbytes(values):
+        return sum(t.numel() * t.element_size() for t in tree_leaves(values) if isinstance(t, torch.Tensor))
+
+    class EagerTraffic(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            returns = func._schema.returns
+            is_view = any(r.alias_info is not None and not r.alias_info.is_write for r in returns)
+            if not is_view and not func.__name__.startswith("empty"):
+                traffic["read"] += nbytes((args, kwargs))
+                traffic["written"] += nbytes(out)
+            return out
+
+    with EagerTraffic():
+        result = fn(*args, **kwargs)
+    return result, traffic["read"], traffic["written"]
