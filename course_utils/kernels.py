@@ -43,6 +43,12 @@ def is_interpreted():
     return os.environ.get("TRITON_INTERPRET", "").strip().lower() in ("1", "true", "yes", "on")
 
 
+def accumulator(dtype):
+    """The Triton dtype a kernel accumulates in for torch inputs of `dtype`: float64 for float64, float32 otherwise."""
+    import triton.language as tl
+    return tl.float64 if dtype == torch.float64 else tl.float32
+
+
 @dataclasses.dataclass
 class KernelWork:
     """What the kernels launched inside one `count_work()` asked for.

@@ -56,6 +56,8 @@ EXPECTED_TEST_CELLS = {
     "10_linear_attention": ["test_linear_attention_parallel", "test_linear_attention_step",
                             "test_linear_attention_chunked", "test_gated_linear_attention", "test_delta_rule_step",
                             "test_concepts"],
+    "11_flash_attention_kernel": ["test_softmax_rows", "test_flash_forward", "test_flash_backward",
+                                  "test_flash_attention"],
 }
 
 

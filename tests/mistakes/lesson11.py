@@ -1,0 +1,298 @@
+"""Lesson 11's hidden tests catch the common mistakes in Triton kernels and pass other correct kernels.
+
+A mistake is the lesson's own solution cell with one change (`_variant`), so that each case differs from a
+correct kernel exactly where the mistake is; the alternatives are other correct kernels written out in full.
+Every kernel runs in Triton's interpreter, as in grading on a machine without a GPU.
+"""
+import json
+import pathlib
+import textwrap
+
+LESSON = "11_flash_attention_kernel"
+_NOTEBOOK = pathlib.Path(__file__).resolve().parents[2] / "solutions" / f"{LESSON}.ipynb"
+
+
+def _solution(grade_id):
+    """The solution cell's source, as a student who finished it would have it."""
+    for cell in json.loads(_NOTEBOOK.read_text())["cells"]:
+        if cell["metadata"].get("nbgrader", {}).get("grade_id") == grade_id:
+            lines = "".join(cell["source"]).splitlines()
+            return "\n".join(line for line in lines if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
+    raise KeyError(grade_id)
+
+
+def _variant(grade_id, *changes):
+    """The solution cell with each (old, new) applied; old must occur exactly once."""
+    source = _solution(grade_id)
+    for old, new in changes:
+        assert source.count(old) == 1, (grade_id, old)
+        source = source.replace(old, new)
+    return source
+
+
+_LOOP_END = "end = tl.minimum((tile + 1) * BLOCK_Q, L)          # later key tiles lie wholly in the future"
+_LSE_STORE = "    tl.store(lse_ptr + head * L + rows, m + tl.log(s), mask=rows < L)"
+
+MISTAKES = {
+    # Exercise 1: the fused softmax
+    "softmax: masked columns loaded as 0": ("test_softmax_rows", _variant(
+        "softmax_rows", ('other=float("-inf")', "other=0.0"))),
+    "softmax: no max subtracted (overflows)": ("test_softmax_rows", _variant(
+        "softmax_rows", ("    x = x - tl.max(x, axis=0)\n", ""))),
+    "softmax: rows read n_cols apart, not row_stride": ("test_softmax_rows", _variant(
+        "softmax_rows", ("x_ptr + row * row_stride + cols", "x_ptr + row * n_cols + cols"))),
+    "softmax: a float32 result for float64 input": ("test_softmax_rows", _variant(
+        "softmax_rows", ("y = torch.empty(R, C, dtype=x.dtype, device=x.device)",
+                         "y = torch.empty(R, C, device=x.device)"))),
+    "softmax: the row loaded twice (max, then exp)": ("test_softmax_rows", _variant(
+        "softmax_rows", ("    x = x - tl.max(x, axis=0)\n",
+                         "    top = tl.max(x, axis=0)\n"
+                         "    x = tl.load(x_ptr + row * row_stride + cols, mask=inside, other=float('-inf')) - top\n"))),
+    "softmax: computed by PyTorch, not a kernel": ("test_softmax_rows", textwrap.dedent("""
+        def softmax_rows(x):
+            e = (x - x.max(dim=-1, keepdim=True).values).exp()
+            return e / e.sum(dim=-1, keepdim=True)
+    """)),
+    # Exercise 2: the forward kernel
+    "forward: running max not carried between key tiles": ("test_flash_forward", _variant(
+        "flash_forward", ("m_new = tl.maximum(m, tl.max(scores, axis=1))", "m_new = tl.max(scores, axis=1)"))),
+    "forward: acc not rescaled when the max rises": ("test_flash_forward", _variant(
+        "flash_forward", ("acc = acc * rescale[:, None] + tl.dot", "acc = acc + tl.dot"))),
+    "forward: keys past L not masked in the scores": ("test_flash_forward", _variant(
+        "flash_forward", ("keep = cols[None, :] < L\n", "keep = cols[None, :] >= 0\n"))),
+    "forward: the causal loop stops one tile early": ("test_flash_forward", _variant(
+        "flash_forward", (_LOOP_END, "end = tl.minimum(tile * BLOCK_Q, L)"))),
+    "forward: the causal loop runs one tile too far": ("test_flash_forward", _variant(
+        "flash_forward", (_LOOP_END, "end = tl.minimum((tile + 2) * BLOCK_Q, L)"))),
+    "forward: causal by the mask alone, no tile skipped": ("test_flash_forward", _variant(
+        "flash_forward", (_LOOP_END, "end = L"))),
+    "forward: causal mask leaves out the diagonal": ("test_flash_forward", _variant(
+        "flash_forward", ("keep = keep & (cols[None, :] <= rows[:, None])",
+                          "keep = keep & (cols[None, :] < rows[:, None])"))),
+    "forward: lse stored before the last key tile": ("test_flash_forward", _variant(
+        "flash_forward", (_LSE_STORE + "\n", ""),
+        ("        scores = tl.dot(q, tl.trans(k)) * scale\n",
+         "        tl.store(lse_ptr + head * L + rows, m + tl.log(s), mask=rows < L)\n"
+         "        scores = tl.dot(q, tl.trans(k)) * scale\n"))),
+    "forward: lse stored after every key tile": ("test_flash_forward", _variant(
+        "flash_forward", (_LSE_STORE + "\n", ""),
+        ("        m = m_new\n", "        m = m_new\n"
+                                "        tl.store(lse_ptr + head * L + rows, m + tl.log(s), mask=rows < L)\n"))),
+    "forward: scores not scaled by 1/sqrt(d)": ("test_flash_forward", _variant(
+        "flash_forward", ("        scores = tl.dot(q, tl.trans(k)) * scale\n",
+                          "        scores = tl.dot(q, tl.trans(k))\n"))),
+    "forward: running max started at 0 (underflows for large negative scores)": ("test_flash_forward", _variant(
+        "flash_forward", ('m = tl.full((BLOCK_Q,), float("-inf"), dtype=ACC)', "m = tl.zeros((BLOCK_Q,), dtype=ACC)"))),
+    "forward: query tile re-loaded in every iteration": ("test_flash_forward", _variant(
+        "flash_forward", ("        scores = tl.dot(q, tl.trans(k)) * scale\n",
+                          "        q = tl.load(q_ptr + start + rows[:, None] * D + dims[None, :], mask=rows[:, None] < L,"
+                          " other=0.0)\n        scores = tl.dot(q, tl.trans(k)) * scale\n"))),
+    "forward: lse in the wrong units (log of the sum, no max)": ("test_flash_forward", _variant(
+        "flash_forward", ("m + tl.log(s), mask=rows < L)", "tl.log(s), mask=rows < L)"))),
+    # Exercise 3: the backward kernels
+    "backward: dk not scaled by 1/sqrt(d)": ("test_flash_backward", _variant(
+        "flash_backward", ("dk += tl.dot(tl.trans(ds).to(q.dtype), q) * scale", "dk += tl.dot(tl.trans(ds).to(q.dtype), q)"))),
+    "backward: D left out of dS": ("test_flash_backward", _variant(
+        "flash_backward", ("delta = (grad_o * o).sum(-1)", "delta = torch.zeros_like(lse)"))),
+    "backward: D from dO and V instead of dO and O": ("test_flash_backward", _variant(
+        "flash_backward", ("delta = (grad_o * o).sum(-1)", "delta = (grad_o * v).sum(-1)"))),
+    "backward: P not recomputed from lse (exp of raw scores)": ("test_flash_backward", _variant(
+        "flash_backward", ("p = tl.where(keep, tl.exp(scores - lse[:, None]), 0.0)\n        dv +=",
+                           "p = tl.where(keep, tl.exp(scores), 0.0)\n        dv +="))),
+    "backward: P not masked under the causal mask": ("test_flash_backward", _variant(
+        "flash_backward", ("        p = tl.where(keep, tl.exp(scores - lse[:, None]), 0.0)\n        dv +=",
+                           "        p = tl.exp(scores - lse[:, None])\n        dv +="))),
+    "backward: dk/dv kernel starts its causal loop one query tile late": ("test_flash_backward", _variant(
+        "flash_backward", ("first = (tile * BLOCK_K // BLOCK_Q) * BLOCK_Q", "first = (tile * BLOCK_K // BLOCK_Q + 1) * BLOCK_Q"))),
+    "backward: dk/dv kernel visits every query tile under the causal mask": ("test_flash_backward", _variant(
+        "flash_backward", ("first = (tile * BLOCK_K // BLOCK_Q) * BLOCK_Q", "first = 0"))),
+    "backward: dk/dv causal start assumes BLOCK_Q == BLOCK_K": ("test_flash_backward", _variant(
+        "flash_backward", ("first = (tile * BLOCK_K // BLOCK_Q) * BLOCK_Q", "first = tile * BLOCK_Q"))),
+    "backward: gradients returned as dk, dq, dv": ("test_flash_backward", _variant(
+        "flash_backward", ("    return dq, dk, dv", "    return dk, dq, dv"))),
+    # Exercise 4: the Function
+    "Function: backward returns only dq, dk, dv": ("test_flash_attention", _variant(
+        "FlashAttentionKernel", ("return dq, dk, dv, None, None, None", "return dq, dk, dv"))),
+    "Function: forward ignores causal": ("test_flash_attention", _variant(
+        "FlashAttentionKernel", ("o, lse = flash_forward(q, k, v, causal, block_q, block_k)",
+                                 "o, lse = flash_forward(q, k, v, False, block_q, block_k)"))),
+    "Function: dk and dv swapped": ("test_flash_attention", _variant(
+        "FlashAttentionKernel", ("return dq, dk, dv, None, None, None", "return dq, dv, dk, None, None, None"))),
+    "Function: flash_attention calls forward directly (no gradients)": ("test_flash_attention", _variant(
+        "FlashAttentionKernel", ("return FlashAttentionKernel.apply(q, k, v, causal, block_q, block_k)",
+                                 "return flash_forward(q, k, v, causal, block_q, block_k)[0]"))),
+}
+
+ALTERNATIVES = {
+    "softmax with exp2 and a fixed minimum block": ("test_softmax_rows", textwrap.dedent("""
+        @triton.jit
+        def softmax_kernel(x_ptr, y_ptr, n_cols, row_stride, BLOCK: tl.constexpr):
+            row = tl.program_id(0)
+            offsets = tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + row * row_stride + offsets, mask=offsets < n_cols, other=-float("inf"))
+            z = (x - tl.max(x, 0)) * 1.4426950408889634          # log2(e): exp(x) = exp2(x log2 e)
+            num = tl.exp2(z)
+            tl.store(y_ptr + row * n_cols + offsets, num / tl.sum(num, 0), mask=offsets < n_cols)
+
+        def softmax_rows(x):
+            out = torch.empty_like(x, memory_format=torch.contiguous_format)
+            block = max(16, triton.next_power_of_2(x.shape[1]))
+            softmax_kernel[(x.shape[0],)](x, out, x.shape[1], x.stride(0), BLOCK=block)
+            return out
+    """)),
+    "softmax with a tl.where after an unfilled masked load": ("test_softmax_rows", textwrap.dedent("""
+        @triton.jit
+        def softmax_kernel(x_ptr, y_ptr, n_cols, row_stride, BLOCK: tl.constexpr):
+            i = tl.program_id(axis=0)
+            c = tl.arange(0, BLOCK)
+            ok = c < n_cols
+            x = tl.where(ok, tl.load(x_ptr + i * row_stride + c, mask=ok), float("-inf"))
+            e = tl.where(ok, tl.exp(x - tl.max(x, axis=0)), 0.0)
+            tl.store(y_ptr + i * n_cols + c, e / tl.sum(e, axis=0), mask=ok)
+
+        def softmax_rows(x):
+            y = x.new_empty(x.shape)
+            softmax_kernel[(x.shape[0],)](x, y, x.shape[1], x.stride(0), BLOCK=triton.next_power_of_2(x.shape[1]))
+            return y
+    """)),
+    "forward in base 2 with the causal loop in two phases (off-diagonal tiles unmasked)": ("test_flash_forward",
+                                                                                          textwrap.dedent("""
+        @triton.jit
+        def flash_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, L, scale,
+                                 D: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr,
+                                 CAUSAL: tl.constexpr, ACC: tl.constexpr):
+            t = tl.program_id(0)
+            base = tl.program_id(1) * L * D
+            r = t * BLOCK_Q + tl.arange(0, BLOCK_Q)
+            c0 = tl.arange(0, BLOCK_K)
+            e = tl.arange(0, D)
+            q = tl.load(q_ptr + base + r[:, None] * D + e[None, :], mask=r[:, None] < L, other=0.0)
+            qk_scale = scale * 1.4426950408889634                 # work in base 2: exp(x) = exp2(x log2 e)
+            m_i = tl.zeros((BLOCK_Q,), dtype=ACC) - float("inf")
+            l_i = tl.zeros((BLOCK_Q,), dtype=ACC)
+            acc = tl.zeros((BLOCK_Q, D), dtype=ACC)
+            hi = L
+            if CAUSAL:
+                hi = tl.minimum((t + 1) * BLOCK_Q, L)
+            # phase 1: key tiles wholly at or below the diagonal and inside L need no mask (causal only)
+            lo = 0
+            if CAUSAL:
+                lo = tl.minimum((t * BLOCK_Q // BLOCK_K) * BLOCK_K, (L // BLOCK_K) * BLOCK_K)
+                for j in range(0, lo, BLOCK_K):
+                    kk = tl.load(k_ptr + base + (j + c0)[:, None] * D + e[None, :])
+                    vv = tl.load(v_ptr + base + (j + c0)[:, None] * D + e[None, :])
+                    qk = tl.dot(q, tl.trans(kk)) * qk_scale
+                    m_ij = tl.maximum(m_i, tl.max(qk, 1))
+                    p = tl.exp2(qk - m_ij[:, None])
+                    alpha = tl.exp2(m_i - m_ij)
+                    l_i = l_i * alpha + tl.sum(p, 1)
+                    acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv)
+                    m_i = m_ij
+            # phase 2: the rest, masked
+            for j in range(lo, hi, BLOCK_K):
+                cols = j + c0
+                kk = tl.load(k_ptr + base + cols[:, None] * D + e[None, :], mask=cols[:, None] < L, other=0.0)
+                vv = tl.load(v_ptr + base + cols[:, None] * D + e[None, :], mask=cols[:, None] < L, other=0.0)
+                qk = tl.dot(q, tl.trans(kk)) * qk_scale
+                ok = (cols[None, :] < L) & ((cols[None, :] <= r[:, None]) | (not CAUSAL))
+                qk = tl.where(ok, qk, -float("inf"))
+                m_ij = tl.maximum(m_i, tl.max(qk, 1))
+                p = tl.exp2(qk - m_ij[:, None])
+                alpha = tl.exp2(m_i - m_ij)
+                l_i = l_i * alpha + tl.sum(p, 1)
+                acc = acc * alpha[:, None] + tl.dot(p.to(vv.dtype), vv)
+                m_i = m_ij
+            tl.store(o_ptr + base + r[:, None] * D + e[None, :], acc / l_i[:, None], mask=r[:, None] < L)
+            tl.store(lse_ptr + tl.program_id(1) * L + r, (m_i + tl.log2(l_i)) * 0.6931471805599453, mask=r < L)
+
+        def flash_forward(q, k, v, causal=False, block_q=16, block_k=16):
+            B, H, L, d = q.shape
+            o = torch.empty(q.shape, dtype=q.dtype, device=q.device)
+            lse = torch.empty((B, H, L), dtype=torch.float64 if q.dtype == torch.float64 else torch.float32,
+                              device=q.device)
+            flash_forward_kernel[(triton.cdiv(L, block_q), B * H)](
+                q.contiguous(), k.contiguous(), v.contiguous(), o, lse, L, d ** -0.5,
+                D=d, BLOCK_Q=block_q, BLOCK_K=block_k, CAUSAL=causal, ACC=accumulator(q.dtype))
+            return o, lse
+    """)),
+    "forward with the heads on grid axis 0 and an unmasked load when L fits the tiles": ("test_flash_forward",
+                                                                                          textwrap.dedent("""
+        @triton.jit
+        def flash_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, L, scale,
+                                 D: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr,
+                                 CAUSAL: tl.constexpr, ACC: tl.constexpr):
+            head, tile = tl.program_id(0), tl.program_id(1)
+            rows = tile * BLOCK_Q + tl.arange(0, BLOCK_Q)
+            dims = tl.arange(0, D)
+            row_ok = rows < L
+            q = tl.load(q_ptr + head * L * D + rows[:, None] * D + dims[None, :], mask=row_ok[:, None], other=0.0)
+            best = tl.full((BLOCK_Q,), -float("inf"), ACC)
+            total = tl.full((BLOCK_Q,), 0.0, ACC)
+            out = tl.full((BLOCK_Q, D), 0.0, ACC)
+            stop = tl.minimum((tile + 1) * BLOCK_Q, L) if CAUSAL else L
+            for j0 in range(0, stop, BLOCK_K):
+                cols = j0 + tl.arange(0, BLOCK_K)
+                col_ok = cols < L
+                k = tl.load(k_ptr + head * L * D + cols[:, None] * D + dims[None, :], mask=col_ok[:, None], other=0.0)
+                v = tl.load(v_ptr + head * L * D + cols[:, None] * D + dims[None, :], mask=col_ok[:, None], other=0.0)
+                s = tl.dot(q, tl.trans(k)) * scale
+                allowed = col_ok[None, :] & row_ok[:, None]
+                if CAUSAL:
+                    allowed = allowed & (rows[:, None] >= cols[None, :])
+                s = tl.where(allowed, s, -float("inf"))
+                new_best = tl.maximum(best, tl.max(s, axis=1))
+                safe = tl.where(new_best == -float("inf"), 0.0, new_best)    # rows past L see no key at all
+                p = tl.exp(s - safe[:, None])
+                shrink = tl.exp(best - safe)
+                total = total * shrink + tl.sum(p, axis=1)
+                out = out * shrink[:, None] + tl.dot(p.to(v.dtype), v)
+                best = new_best
+            tl.store(o_ptr + head * L * D + rows[:, None] * D + dims[None, :], out / total[:, None], mask=row_ok[:, None])
+            tl.store(lse_ptr + head * L + rows, best + tl.log(total), mask=row_ok)
+
+        def flash_forward(q, k, v, causal=False, block_q=16, block_k=16):
+            B, H, L, d = q.shape
+            q, k, v = (t.contiguous() for t in (q, k, v))
+            o = torch.empty_like(q)
+            lse = q.new_empty((B, H, L), dtype=torch.float64 if q.dtype == torch.float64 else torch.float32)
+            flash_forward_kernel[(B * H, triton.cdiv(L, block_q))](q, k, v, o, lse, L, 1.0 / math.sqrt(d), D=d,
+                                                                  BLOCK_Q=block_q, BLOCK_K=block_k, CAUSAL=causal,
+                                                                  ACC=accumulator(q.dtype))
+            return o, lse
+    """)),
+    "backward with the scale folded into q and dq, dk scaled at the store": ("test_flash_backward", _variant(
+        "flash_backward",
+        ("dk += tl.dot(tl.trans(ds).to(q.dtype), q) * scale", "dk += tl.dot(tl.trans(ds).to(q.dtype), q)"),
+        ("    tl.store(dk_ptr + start + cols[:, None] * D + dims[None, :], dk, mask=cols[:, None] < L)",
+         "    tl.store(dk_ptr + start + cols[:, None] * D + dims[None, :], dk * scale, mask=cols[:, None] < L)"),
+        ("        dq += tl.dot(ds.to(k.dtype), k) * scale", "        dq += tl.dot(ds.to(k.dtype), k)"),
+        ("    tl.store(dq_ptr + start + rows[:, None] * D + dims[None, :], dq, mask=rows[:, None] < L)",
+         "    tl.store(dq_ptr + start + rows[:, None] * D + dims[None, :], dq * scale, mask=rows[:, None] < L)"))),
+    "backward with D summed in float64 and the dq kernel launched first": ("test_flash_backward", _variant(
+        "flash_backward",
+        ("delta = (grad_o * o).sum(-1)", "delta = torch.sum(grad_o.double() * o.double(), dim=3).to(q.dtype)"),
+        ("    flash_backward_dkdv_kernel[(triton.cdiv(L, block_k), B * H)](q, k, v, grad_o, lse, delta, dk, dv, L, scale,\n"
+         "                                                                 **shapes)\n"
+         "    flash_backward_dq_kernel[(triton.cdiv(L, block_q), B * H)](q, k, v, grad_o, lse, delta, dq, L, scale, **shapes)\n",
+         "    flash_backward_dq_kernel[(triton.cdiv(L, block_q), B * H)](q, k, v, grad_o, lse, delta, dq, L, scale, **shapes)\n"
+         "    flash_backward_dkdv_kernel[(triton.cdiv(L, block_k), B * H)](q, k, v, grad_o, lse, delta, dk, dv, L, scale,\n"
+         "                                                                 **shapes)\n"))),
+    "Function saving o and lse as attributes-free tensors, apply with keywords resolved": ("test_flash_attention",
+                                                                                           textwrap.dedent("""
+        class FlashAttentionKernel(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, q, k, v, causal=False, block_q=16, block_k=16):
+                out, lse = flash_forward(q, k, v, causal=causal, block_q=block_q, block_k=block_k)
+                ctx.save_for_backward(q, k, v, out, lse)
+                ctx.settings = dict(causal=causal, block_q=block_q, block_k=block_k)
+                return out
+
+            @staticmethod
+            def backward(ctx, grad_out):
+                grads = flash_backward(*ctx.saved_tensors, grad_out, **ctx.settings)
+                return (*grads, None, None, None)
+
+        def flash_attention(q, k, v, causal=False, block_q=16, block_k=16):
+            return FlashAttentionKernel.apply(q, k, v, causal, block_q, block_k)
+    """)),
+}
