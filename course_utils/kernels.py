@@ -49,6 +49,17 @@ def accumulator(dtype):
     return tl.float64 if dtype == torch.float64 else tl.float32
 
 
+def key_tiles(length, block_q, block_k, causal):
+    """FlashAttention-2's forward schedule: for each program (query tile), the starts of the key tiles it loads,
+    in loop order. Causal: the loop ends at min((tile + 1) * block_q, length), so no tile wholly above the
+    diagonal is loaded."""
+    programs = []
+    for i0 in range(0, length, block_q):
+        end = min(i0 + block_q, length) if causal else length
+        programs.append(list(range(0, end, block_k)))
+    return programs
+
+
 @dataclasses.dataclass
 class KernelWork:
     """What the kernels launched inside one `count_work()` asked for.

@@ -16,19 +16,11 @@ import numpy as np
 import torch
 from matplotlib.patches import Rectangle
 
+from ..kernels import key_tiles
 from .common import Explorer, explain_failure, message_html, show_figure
 
 BLOCKS = (4, 8, 16)
 HEAD_DIM = 16
-
-
-def key_tiles(length, block_q, block_k, causal):
-    """For each program (query tile), the starts of the key tiles it loads, in loop order."""
-    programs = []
-    for i0 in range(0, length, block_q):
-        end = min(i0 + block_q, length) if causal else length
-        programs.append(list(range(0, end, block_k)))
-    return programs
 
 
 def bytes_read(length, block_q, block_k, causal, d=HEAD_DIM, itemsize=4):

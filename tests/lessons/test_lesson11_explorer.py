@@ -5,7 +5,8 @@ import numpy as np
 import pytest
 import torch
 
-from course_utils.explorers.kernel_grid import KernelGridExplorer, bytes_read, key_tiles, running_stats
+from course_utils.explorers.kernel_grid import KernelGridExplorer, bytes_read, running_stats
+from course_utils.kernels import key_tiles
 
 
 def pytorch_forward(q, k, v, causal=False, block_q=16, block_k=16):
