@@ -1,0 +1,135 @@
+"""course_utils.kernels: Triton's interpreter without a GPU, and the work a kernel does, counted exactly."""
+import sys
+
+import pytest
+import torch
+
+triton = pytest.importorskip("triton", reason="Triton has no package for this platform (lesson 11 uses Colab there)")
+
+from course_utils import kernels  # noqa: E402
+from course_utils.kernels import KernelWork, count_eager_bytes, count_work, key_tiles, load_triton  # noqa: E402
+
+triton, tl, interpreted = load_triton()
+
+
+def add_source(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+    inside = offsets < n
+    tl.store(out_ptr + offsets, tl.load(x_ptr + offsets, mask=inside) + tl.load(y_ptr + offsets, mask=inside),
+             mask=inside)
+
+
+def matmul_source(a_ptr, b_ptr, c_ptr, M: tl.constexpr, K: tl.constexpr, N: tl.constexpr):
+    rows, inner, cols = tl.arange(0, M), tl.arange(0, K), tl.arange(0, N)
+    a = tl.load(a_ptr + rows[:, None] * K + inner[None, :])
+    b = tl.load(b_ptr + inner[:, None] * N + cols[None, :])
+    tl.store(c_ptr + rows[:, None] * N + cols[None, :], tl.dot(a, b))
+
+
+add_kernel = triton.jit(add_source)
+matmul_kernel = triton.jit(matmul_source)
+
+
+def test_without_a_gpu_kernels_run_in_the_interpreter():
+    if torch.cuda.is_available():
+        pytest.skip("a CUDA GPU compiles the kernels")
+    assert interpreted and kernels.is_interpreted()
+    assert type(add_kernel).__name__ == "InterpretedFunction"
+
+
+def test_loads_and_stores_count_only_what_the_masks_let_through():
+    x, y = torch.randn(1000), torch.randn(1000)
+    out = torch.empty(1000)
+    with count_work() as work:
+        add_kernel[(4,)](x, y, out, 1000, BLOCK=256)
+    assert torch.equal(out, x + y)
+    assert (work.launches, work.programs, work.loads, work.stores) == (1, 4, 8, 4)
+    assert (work.bytes_loaded, work.bytes_stored, work.dot_flops) == (8000, 4000, 0)
+    assert work.bytes_moved == 12000 and "4 programs" in str(work)
+
+
+def test_a_tile_product_counts_two_flops_per_multiply_add():
+    a, b = torch.randn(16, 8), torch.randn(8, 32)
+    c = torch.empty(16, 32)
+    with count_work() as work:
+        matmul_kernel[(1,)](a, b, c, M=16, K=8, N=32)
+    torch.testing.assert_close(c, a @ b)
+    assert work.dot_flops == 2 * 16 * 8 * 32
+    assert work.bytes_loaded == (16 * 8 + 8 * 32) * 4 and work.bytes_stored == 16 * 32 * 4
+
+
+def test_an_inner_block_adds_to_the_outer_one_unless_it_keeps_its_own():
+    x, y, out = torch.randn(100), torch.randn(100), torch.empty(100)
+    with count_work() as outer:
+        with count_work() as inner:
+            add_kernel[(1,)](x, y, out, 100, BLOCK=128)
+        with count_work(own=True) as own:
+            add_kernel[(1,)](x, y, out, 100, BLOCK=128)
+    assert inner.bytes_loaded == own.bytes_loaded == 800
+    assert outer.bytes_loaded == 800 and outer.launches == 1
+    assert kernels.counting() == []
+
+
+def test_outside_a_block_nothing_is_patched():
+    from triton.runtime import interpreter
+    before = interpreter.InterpreterBuilder.create_masked_load
+    with count_work():
+        assert interpreter.InterpreterBuilder.create_masked_load is not before
+    assert interpreter.InterpreterBuilder.create_masked_load is before
+
+
+def test_a_compiled_kernel_is_counted_in_the_interpreter():
+    """On a GPU, count_work runs the compiled kernels launched inside it in the interpreter (host copies in,
+    results copied back): here a JITFunction made directly stands for one."""
+    from triton.runtime.jit import JITFunction
+    compiled = JITFunction(add_source)
+    x, y, out = torch.randn(300), torch.randn(300), torch.empty(300)
+    with count_work() as work:
+        compiled[(2,)](x, y, out, 300, BLOCK=256)
+    assert torch.equal(out, x + y) and work.bytes_loaded == 2400 and work.programs == 2
+
+
+def test_the_grader_adds_counts_made_in_the_kernel():
+    work = KernelWork()
+    work.absorb({"loads": 3, "bytes_loaded": 120, "unknown": 7})
+    work.absorb({"bytes_loaded": 80})
+    assert (work.loads, work.bytes_loaded, work.stores) == (3, 200, 0)
+
+
+def test_the_work_of_a_call_crosses_the_kernel_boundary():
+    """A test's count_work block asks the kernel to count the call; the answer's figures land in the block."""
+    from autograder import verdicts
+
+    def add(x, y):
+        out = torch.empty_like(x)
+        add_kernel[(1,)](x, y, out, x.numel(), BLOCK=64)
+        return out
+
+    session = verdicts.Session(verdicts.in_process_transport({"add": add}))
+    remote_add = session.fetch("add")
+    with count_work() as work:
+        got = remote_add(torch.ones(50), torch.ones(50))
+    assert torch.equal(got, torch.full((50,), 2.0))
+    assert work.bytes_loaded == 400 and work.bytes_stored == 200 and work.launches == 1
+    got = remote_add(torch.ones(50), torch.ones(50))      # no block open: nothing asked, nothing counted
+    assert work.bytes_loaded == 400
+
+
+def test_eager_bytes_count_each_operators_inputs_and_outputs():
+    x = torch.randn(8, 100)
+    _, read, written = count_eager_bytes(torch.softmax, x, -1)
+    assert read == written == x.numel() * 4
+    _, read, written = count_eager_bytes(lambda t: t.transpose(0, 1).contiguous(), x)  # the view moves nothing
+    assert read == written == x.numel() * 4
+
+
+def test_the_causal_schedule_ends_at_the_diagonal():
+    assert key_tiles(48, 16, 16, True) == [[0], [0, 16], [0, 16, 32]]
+    assert key_tiles(40, 16, 32, True) == [[0], [0], [0, 32]]
+    assert key_tiles(40, 16, 32, False) == [[0, 32]] * 3
+
+
+def test_where_triton_is_missing_the_message_says_what_to_do(monkeypatch):
+    monkeypatch.setitem(sys.modules, "triton", None)
+    with pytest.raises(ImportError, match="Colab"):
+        load_triton()
