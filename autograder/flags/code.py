@@ -27,7 +27,9 @@ ESCAPE_NAMES = {"DisableTorchFunction", "DisableTorchFunctionSubclass", "_Disabl
                 "_disable_current_modes", "_pop_torch_function_stack", "_pop_mode", "_pop_mode_temporarily",
                 "_set_torch_function_mode", "_len_torch_function_stack", "_get_function_stack_at",
                 "_push_on_torch_function_stack", "custom_op", "fork", "forkpty", "spawnv", "spawnl", "posix_spawn",
-                "system", "popen", "Thread", "ThreadPoolExecutor", "ProcessPoolExecutor", "start_new_thread"}
+                "system", "popen", "Thread", "ThreadPoolExecutor", "ProcessPoolExecutor", "start_new_thread",
+                # Triton's interpreter, where lesson 11's count of a kernel's loads and stores is taken
+                "InterpreterBuilder", "interpreter_builder", "GridExecutor", "InterpretedFunction"}
 COMPARISON_DUNDERS = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__float__", "__abs__",
                       "__sub__", "__rsub__", "__array__", "__array_ufunc__", "__torch_function__", "__instancecheck__",
                       "__index__", "__int__", "__len__", "__getattribute__"}

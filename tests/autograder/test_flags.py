@@ -129,6 +129,7 @@ def test_reaching_the_kernels_machinery_is_flagged(code):
     "mp = __import__('multiprocessing')",
     "from torch.utils._python_dispatch import _disable_current_modes",
     "exec('import threading')",
+    "from triton.runtime import interpreter\ninterpreter.InterpreterBuilder.create_masked_load = lambda *a, **k: None",
 ])
 def test_work_out_of_the_graded_calls_watch_is_flagged(code):
     assert any(f.startswith("escape:") for f in _flags(code)), _flags(code)
