@@ -23,12 +23,13 @@ _TRITON_MISSING = (
 
 
 def load_triton():
-    """Import Triton for this machine: compiled kernels with a CUDA GPU, its interpreter without one.
+    """Import Triton for this machine: compiled kernels with a CUDA GPU, its interpreter without one, and the
+    interpreter while nbgrader grades (NBGRADER_EXECUTION), so that a grade is the same on every machine.
 
     Call it before defining any @triton.jit kernel (the choice is made when a kernel is decorated).
     returns (triton, triton.language, interpreted: bool)
     """
-    if not torch.cuda.is_available():
+    if not torch.cuda.is_available() or os.environ.get("NBGRADER_EXECUTION"):
         os.environ["TRITON_INTERPRET"] = "1"
     try:
         import triton

@@ -8,6 +8,8 @@ now, framed. Beside it, the running max and sum of one of the program's rows, re
 PyTorch on a fixed problem, against that row's true max and sum. It counts the tiles and bytes the program and
 the whole kernel read. Given the student's flash_forward, it runs it on the same problem and compares.
 """
+import contextlib
+import importlib.util
 import math
 
 import ipywidgets as widgets
@@ -16,7 +18,7 @@ import numpy as np
 import torch
 from matplotlib.patches import Rectangle
 
-from ..kernels import key_tiles
+from ..kernels import count_work, key_tiles
 from .common import Explorer, explain_failure, message_html, show_figure
 
 BLOCKS = (4, 8, 16)
@@ -43,6 +45,11 @@ def running_stats(scores, starts, block_k):
         m = m_new
         history.append((m, s))
     return history
+
+
+def _interpreted():
+    """count_work() runs the Triton kernels launched inside it in the interpreter; without Triton, nothing."""
+    return count_work() if importlib.util.find_spec("triton") else contextlib.nullcontext()
 
 
 class KernelGridExplorer(Explorer):
@@ -121,8 +128,9 @@ class KernelGridExplorer(Explorer):
             return
         four = lambda t: t[None, None]
         try:
-            o, _ = self.forward_fn(four(q), four(k), four(v), causal=causal, block_q=self.block_q.value,
-                                   block_k=self.block_k.value)
+            with _interpreted():  # CPU tensors and tiles under 16: Triton's interpreter, with or without a GPU
+                o, _ = self.forward_fn(four(q), four(k), four(v), causal=causal, block_q=self.block_q.value,
+                                       block_k=self.block_k.value)
             want = torch.nn.functional.scaled_dot_product_attention(four(q), four(k), four(v), is_causal=causal)
             self.student_gap = (torch.as_tensor(o).detach().float().cpu() - want).abs().max().item()
         except Exception as error:  # never a traceback inside the widget

@@ -133,3 +133,14 @@ def test_where_triton_is_missing_the_message_says_what_to_do(monkeypatch):
     monkeypatch.setitem(sys.modules, "triton", None)
     with pytest.raises(ImportError, match="Colab"):
         load_triton()
+
+
+def test_grading_interprets_kernels_even_with_a_gpu(monkeypatch):
+    """Under nbgrader (NBGRADER_EXECUTION) kernels run in the interpreter, so a grade is the same on any machine."""
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    monkeypatch.setenv("NBGRADER_EXECUTION", "autograde")
+    assert load_triton()[2] is True
+    monkeypatch.delenv("NBGRADER_EXECUTION")
+    monkeypatch.delenv("TRITON_INTERPRET")
+    assert load_triton()[2] is False          # a student's own run with a GPU compiles
