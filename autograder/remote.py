@@ -438,7 +438,8 @@ class Session:
 
 def _absorb(answer, meters):
     """Add the kernel's figures for one call to the test's open meters: its memory to every TensorMemory block,
-    its Triton work to every count_work block (ints only; anything else in the answer is ignored)."""
+    its Triton work to the innermost count_work block, which hands it on to the blocks around it as it ends
+    (ints only; anything else in the answer is ignored)."""
     memory = answer.get("memory")
     if meters["memory"] and type(memory) is list and len(memory) == 2 and all(type(x) is int for x in memory):
         for meter in meters["memory"]:
@@ -446,8 +447,7 @@ def _absorb(answer, meters):
     work = answer.get("work")
     if meters["work"] and type(work) is dict:
         counts = {name: max(0, value) for name, value in work.items() if type(name) is str and type(value) is int}
-        for meter in meters["work"]:
-            meter.absorb(counts)
+        meters["work"][-1].absorb(counts)
 
 
 def _vjp(fn, args, kwargs, grad_outputs):

@@ -113,6 +113,10 @@ def test_the_work_of_a_call_crosses_the_kernel_boundary():
     assert work.bytes_loaded == 400 and work.bytes_stored == 200 and work.launches == 1
     got = remote_add(torch.ones(50), torch.ones(50))      # no block open: nothing asked, nothing counted
     assert work.bytes_loaded == 400
+    with count_work() as outer:
+        with count_work() as inner:
+            remote_add(torch.ones(50), torch.ones(50))
+    assert inner.bytes_loaded == outer.bytes_loaded == 400   # counted once in each, not twice in the outer
 
 
 def test_eager_bytes_count_each_operators_inputs_and_outputs():
