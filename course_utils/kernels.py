@@ -36,7 +36,46 @@ def load_triton():
         import triton.language as tl
     except ImportError as error:
         raise ImportError(_TRITON_MISSING) from error
+    _interpret_device_calls()
     return triton, tl, is_interpreted()
+
+
+_INTERPRETING = [0]  # kernel launches the interpreter is running now (nested: a launch inside count_work's)
+
+
+def _interpret_device_calls():
+    """Let interpreted kernels call @triton.jit device functions that were compiled-mode when decorated.
+
+    The interpreter is chosen when a function is decorated, so Triton's own tl.max, tl.sum, tl.exp2... are
+    compiled-mode whenever Triton was imported before the interpreter was on (torch._dynamo imports it; on a GPU
+    it is never on), and calling one from an interpreted kernel raises "Cannot call @triton.jit'd outside of
+    the scope of a kernel". While the interpreter runs a launch, such a call is interpreted, as a device
+    function decorated in interpreter mode is; outside a launch it still raises Triton's error.
+    """
+    from triton.runtime import interpreter
+    from triton.runtime.jit import JITFunction
+
+    if getattr(JITFunction.__call__, "interprets_in_kernels", False):
+        return
+    outside_a_kernel, launch = JITFunction.__call__, interpreter.GridExecutor.__call__
+    interpreted = {}  # id(JITFunction) -> its interpreted twin (a JITFunction's hash compiles its dependencies)
+
+    def call(self, *args, **kwargs):
+        if not _INTERPRETING[0]:
+            return outside_a_kernel(self, *args, **kwargs)
+        if id(self) not in interpreted:
+            interpreted[id(self)] = interpreter.InterpretedFunction(self.fn)
+        return interpreted[id(self)](*args, **kwargs)
+
+    def interpreted_launch(self, *args, **kwargs):
+        _INTERPRETING[0] += 1
+        try:
+            return launch(self, *args, **kwargs)
+        finally:
+            _INTERPRETING[0] -= 1
+
+    call.interprets_in_kernels = True
+    JITFunction.__call__, interpreter.GridExecutor.__call__ = call, interpreted_launch
 
 
 def is_interpreted():
@@ -115,6 +154,7 @@ def _install():
     from triton.runtime import interpreter
     from triton.runtime.jit import JITFunction
 
+    _interpret_device_calls()
     builder, executor = interpreter.InterpreterBuilder, interpreter.GridExecutor
     names = [(builder, n) for n in ("create_masked_load", "create_masked_store", "create_dot", "set_grid_idx")]
     _PATCHED.update({(owner, n): owner.__dict__[n] for owner, n in names + [(executor, "__call__"), (JITFunction, "run")]})

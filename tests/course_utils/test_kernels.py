@@ -1,5 +1,7 @@
 """course_utils.kernels: Triton's interpreter without a GPU, and the work a kernel does, counted exactly."""
+import os
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -10,6 +12,7 @@ from course_utils import kernels  # noqa: E402
 from course_utils.kernels import KernelWork, count_eager_bytes, count_work, key_tiles, load_triton  # noqa: E402
 
 triton, tl, interpreted = load_triton()
+REPO = Path(__file__).resolve().parents[2]
 
 
 def add_source(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
@@ -87,6 +90,46 @@ def test_a_compiled_kernel_is_counted_in_the_interpreter():
     with count_work() as work:
         compiled[(2,)](x, y, out, 300, BLOCK=256)
     assert torch.equal(out, x + y) and work.bytes_loaded == 2400 and work.programs == 2
+
+
+TRITON_FIRST = """
+import os, torch
+os.environ.pop("TRITON_INTERPRET", None)
+import triton, triton.language as tl            # as torch._dynamo does, or a GPU machine: compiled mode
+from triton.runtime.jit import JITFunction
+from course_utils.kernels import count_work, load_triton
+
+def softmax_source(x_ptr, out_ptr, n, BLOCK: tl.constexpr):
+    cols = tl.arange(0, BLOCK)
+    x = tl.load(x_ptr + cols, mask=cols < n, other=-float("inf"))
+    e = tl.exp(x - tl.max(x, axis=0))
+    tl.store(out_ptr + cols, e / tl.sum(e, axis=0), mask=cols < n)
+
+x, out = torch.randn(20), torch.empty(20)
+with count_work():                              # a compiled kernel, interpreted while counted (a GPU's case)
+    JITFunction(softmax_source)[(1,)](x, out, 20, BLOCK=32)
+assert torch.allclose(out, torch.softmax(x, 0)), "compiled"
+{after}
+"""
+
+
+@pytest.mark.parametrize("after", [
+    # load_triton after Triton: kernels defined now are interpreted (no GPU here), Triton's own tl.max is not
+    'load_triton(); os.environ["TRITON_INTERPRET"] = "1"; out.zero_()\n'
+    'triton.jit(softmax_source)[(1,)](x, out, 20, BLOCK=32)\n'
+    'assert torch.allclose(out, torch.softmax(x, 0)), "interpreted"',
+    # outside a kernel, a device function still says what Triton says
+    'try:\n    tl.max(x, axis=0)\nexcept RuntimeError as e:\n    assert "outside of the scope" in str(e)\n'
+    'else:\n    raise AssertionError("no error")'])
+def test_kernels_call_tritons_own_device_functions_when_triton_came_first(after, tmp_path):
+    """Triton decides compiled or interpreted when a function is decorated, so tl.max and tl.sum are compiled-mode
+    when Triton was imported before the interpreter was on. An interpreted kernel can still call them."""
+    import subprocess
+    script = tmp_path / "triton_first.py"          # Triton reads a kernel's source from its file
+    script.write_text(TRITON_FIRST.format(after=after))
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=300,
+                            env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert result.returncode == 0, result.stderr[-2000:]
 
 
 def test_the_grader_adds_counts_made_in_the_kernel():
