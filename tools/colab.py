@@ -119,10 +119,16 @@ def _setup_cell():
 
 
 def _role(cell):
+    """BADGE_ID or SETUP_ID for a badge or set-up cell (by id, tag, or a copy of the source made elsewhere), else None."""
     tags = cell.get("metadata", {}).get("tags", [])
     for role in (BADGE_ID, SETUP_ID):
         if cell.get("id") == role or role in tags:
             return role
+    source = cell.get("source", "")
+    if cell.get("cell_type") == "code" and source.startswith(setup_source().splitlines()[0]):
+        return SETUP_ID
+    if cell.get("cell_type") == "markdown" and source.strip().startswith(f"[![Open In Colab]({BADGE_IMAGE})]"):
+        return BADGE_ID
     return None
 
 

@@ -178,3 +178,17 @@ def test_no_paragraph_or_sentence_is_repeated(lesson):
                 problems.append(f"cell {index} repeats cell {seen[sentence]}: {sentence[:120]!r}")
             seen.setdefault(sentence, index)
     _fail_if(problems, f"{lesson}: repeated text (say it once)")
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_no_code_cell_is_repeated(lesson):
+    """A cell inserted twice (lesson 11 carried a second, untagged copy of the Colab set-up cell) runs twice."""
+    seen, problems = {}, []
+    for index, cell in enumerate(_notebook(lesson).cells):
+        source = cell.source.strip()
+        if cell.cell_type != "code" or not source:
+            continue
+        if source in seen:
+            problems.append(f"cell {index} repeats cell {seen[source]}: {source.splitlines()[0][:120]!r}")
+        seen.setdefault(source, index)
+    _fail_if(problems, f"{lesson}: repeated code cells")

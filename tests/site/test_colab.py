@@ -51,6 +51,19 @@ def test_stamping_is_idempotent_and_replaces_stale_cells(tmp_path):
     assert sum(c.get("id") in (colab.BADGE_ID, colab.SETUP_ID) for c in nb.cells) == 2
 
 
+def test_an_untagged_copy_of_the_setup_cell_is_found_and_removed():
+    """Lesson 11 was written with its own copy of the set-up cell (no id, no tag): it ran twice, unseen."""
+    import copy
+    lesson = "01_seq2seq_bottleneck"
+    nb = load(SOLUTIONS / f"{lesson}.ipynb")
+    stray = copy.deepcopy(next(c for c in nb.cells if c.get("id") == colab.SETUP_ID))
+    stray["id"], stray.metadata["tags"] = "written-by-hand", []
+    nb.cells.insert(3, stray)
+    assert "expected one 'colab-setup' cell, found 2" in colab.problems(nb, lesson)
+    assert colab.stamp(nb, lesson) and colab.problems(nb, lesson) == []
+    assert sum(c.source == colab.setup_source() for c in nb.cells) == 1
+
+
 def _run_setup_cell(monkeypatch, on_colab):
     calls = []
     monkeypatch.setattr(subprocess, "run", lambda *a, **k: calls.append((a, k)))
