@@ -25,9 +25,11 @@ compares, in its own process. Watched:
 - IPython's execution path: run_cell, run_code, showtraceback, input and AST transformers,
   the compiler, custom exception handlers, and trace/profile hooks.
 
-What it cannot see: code that leaves these objects alone and works around them (a forbidden
-operator run in a thread, a process or a custom op, or between torch's disable guards). The
-static `escape` flag (flags/code.py) names such code where it is written.
+What it need not see: code that leaves these objects alone and works around them (a forbidden
+operator run in a thread, a process or a custom op, or between torch's disable guards). Inside a
+grading kernel, forbid also replaces the operator's kernels in PyTorch's dispatcher for every
+thread and refuses new processes for the call's duration (course_utils.checks.
+forbidden_in_every_thread), and the static `escape` flag (flags/code.py) names such code.
 
 A hostile kernel runs in the same process as the check, so it can always fake an answer;
 the design makes that deliberate work rather than an accident of a patch: the check's code
@@ -72,11 +74,14 @@ WATCHED = [f"builtins.{name}" for name in BUILTINS] + [
     "torch.utils._python_dispatch._pop_mode", "torch.utils._python_dispatch._get_current_dispatch_mode_stack",
     "torch._C._push_on_torch_dispatch_stack", "torch._C._pop_torch_dispatch_stack",
     "torch._C._len_torch_dispatch_stack",
+    # forbid's refusals in every thread (course_utils.checks.forbidden_in_every_thread): PyTorch's dispatcher
+    "torch.library.Library.__init__", "torch.library.Library.impl", "torch.library.Library._destroy",
+    "torch._C._dispatch_get_all_op_names", "torch._C._dispatch_has_kernel_for_dispatch_key",
     "ipykernel.zmqshell.ZMQInteractiveShell._showtraceback", "ipykernel.ipkernel.IPythonKernel.do_execute",
     "ipykernel.kernelbase.Kernel.execute_request", "IPython.core.compilerop.CachingCompiler.__call__",
     "IPython.core.compilerop.CachingCompiler.ast_parse"]
 IMPORTS = ["numpy", "numpy.testing", "numpy.linalg", "torch", "torch.testing", "torch.nn", "torch.nn.functional",
-           "torch.overrides", "torch.utils._python_dispatch", "math", "course_utils", "course_utils.memory", "IPython.core.interactiveshell", "IPython.core.compilerop", "ipykernel.zmqshell",
+           "torch.overrides", "torch.utils._python_dispatch", "torch.library", "math", "course_utils", "course_utils.memory", "IPython.core.interactiveshell", "IPython.core.compilerop", "ipykernel.zmqshell",
            "ipykernel.ipkernel"]
 MAX_ANSWER_CHARS = 8 * 2**20  # the check's answer is a few hundred kilobytes
 WATCHED_PACKAGE = "course_utils"  # every function and class it defines is watched

@@ -50,7 +50,7 @@ class TooLarge(Exception):
     """An answer past MAX_ANSWER_BYTES: the student's, reported as returning more than the grader accepts."""
 
 
-_LENDING = {"ask": None, "namespace": None}  # this request's way to ask the grader: None once the request is over
+_LENDING = {"ask": None, "namespace": None, "in_kernel": False}  # this request's way to ask the grader: None once the request is over
 
 
 class Lent:
@@ -252,11 +252,16 @@ def _changed(before, in_place=False):
 
 @contextlib.contextmanager
 def _forbidding(names):
+    """The test's forbidden operators refused during the call: by modes in this thread (which name the function
+    the code called) and, in a grading kernel, by the dispatcher in every thread (no thread, custom op or
+    disabled mode gets past it). Not in the grader's own process (the in-process transport of tests), where the
+    test's lent objects run beside the call and may use them."""
     if not names:
         yield
         return
     import course_utils.checks as checks
-    with checks.forbidden_ops(*names):
+    every_thread = checks.forbidden_in_every_thread(*names) if _LENDING["in_kernel"] else contextlib.nullcontext()
+    with every_thread, checks.forbidden_ops(*names):
         yield
 
 
@@ -385,4 +390,8 @@ def handle_request(b64_request):
     shell = ipython.get_ipython() if ipython is not None else None
     namespace = shell.user_ns if shell is not None else vars(sys.modules["__main__"])
     kernel = getattr(shell, "kernel", None)
-    return serve(base64.b64decode(b64_request), namespace, getattr(kernel, "raw_input", None))
+    _LENDING["in_kernel"] = True
+    try:
+        return serve(base64.b64decode(b64_request), namespace, getattr(kernel, "raw_input", None))
+    finally:
+        _LENDING["in_kernel"] = False

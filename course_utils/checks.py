@@ -1,6 +1,7 @@
 """Assertion helpers for the notebooks' test cells: each failure says what was
 expected, what came back, and where to look."""
 import contextlib
+import functools
 import importlib
 import sys
 
@@ -118,12 +119,32 @@ class ForbiddenCall(AssertionError):
         self.forbidden = forbidden
 
 
-# aten operator names (substrings) behind each Python-level operator a test may forbid: the
-# dispatch mode sees these whatever path reached them (torch.ops.aten..., a fused kernel)
-ATEN_NAMES = {
-    "scaled_dot_product_attention": ("scaled_dot_product",),
+# The aten operators that compute what each Python-level name a test may forbid computes ("x*": every operator
+# whose name starts with x). Whatever path reaches them (an alias, torch.ops.aten, a composite operator, a custom
+# op, another thread) ends in one of these. A name not listed stands for the aten operator of the same name.
+_PRODUCTS = ("matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot", "inner", "outer",
+             "ger", "addr", "einsum", "tensordot", "linear", "bilinear", "_trilinear", "chain_matmul",
+             "linalg_multi_dot", "linalg_vecdot", "_addmm_activation", "_int_mm", "_sparse_mm", "_sparse_addmm",
+             "sspaddmm", "_sparse_sparse_matmul", "_scaled_mm")
+KERNELS = {
+    "scaled_dot_product_attention": ("scaled_dot_product_attention", "_scaled_dot_product_*"),
     "multi_head_attention_forward": ("_native_multi_head_attention",),
+    "softmax": ("softmax", "_softmax", "_safe_softmax", "special_softmax"),
+    "log_softmax": ("log_softmax", "_log_softmax", "special_log_softmax"),
+    "logsumexp": ("logsumexp", "special_logsumexp"),
+    **{name: _PRODUCTS for name in ("matmul", "mm", "bmm", "baddbmm", "einsum")},
 }
+# the dispatch keys whose kernels compute (autograd and the Python keys only pass a call on)
+_COMPUTING_KEYS = ("CPU", "CUDA", "MPS", "XPU", "SparseCPU", "SparseCUDA", "SparseCsrCPU", "SparseCsrCUDA",
+                   "MkldnnCPU", "QuantizedCPU", "QuantizedCUDA", "NestedTensorCPU", "NestedTensorCUDA",
+                   "CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
+
+
+def _kernel_name_matches(op_name, short):
+    """True if the aten operator `op_name` (no overload) computes what the forbidden `short` name does."""
+    return any(op_name.startswith(p[:-1]) if p.endswith("*") else op_name == p for p in KERNELS.get(short, (short,)))
+
+
 _FORBIDDEN = []  # names forbidden by the enclosing `forbid` blocks (the grader sends them with its calls)
 
 
@@ -255,7 +276,6 @@ def forbidden_ops(*dotted_names, reason="this exercise asks you to build it your
             originals.append((getattr(importlib.import_module(module_name), attr), dotted))
         except (ImportError, AttributeError):
             pass
-    aten = [(part, d) for name, d in short.items() for part in ATEN_NAMES.get(name, (name,))]
 
     class RefuseFunctions(TorchFunctionMode):
         def __torch_function__(self, func, types, args=(), kwargs=None):
@@ -270,13 +290,104 @@ def forbidden_ops(*dotted_names, reason="this exercise asks you to build it your
     class RefuseAten(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = getattr(getattr(func, "overloadpacket", func), "__name__", "")
-            for part, dotted in aten:
-                if part in name:
+            for forbidden_short, dotted in short.items():
+                if _kernel_name_matches(name, forbidden_short):
                     raise _refuse(dotted, reason)
             return func(*args, **(kwargs or {}))
 
     with RefuseFunctions(), RefuseAten():
         yield
+
+
+@contextlib.contextmanager
+def forbidden_in_every_thread(*dotted_names, reason="this exercise asks you to build it yourself"):
+    """Refuse the named operators' aten kernels for the whole process while the block runs.
+
+    forbidden_ops' modes are per thread and can be switched off (torch._C.DisableTorchFunction, a popped mode
+    stack); a kernel registered in PyTorch's dispatcher is reached from every thread, through custom ops and
+    composite operators, whatever modes are on. The grader's kernel side wraps a forbidding request in both:
+    nothing but the student's call runs in that process meanwhile.
+    """
+    import warnings
+    if not dotted_names:
+        yield
+        return
+    if _child_processes():  # started before the call, it could compute what the call hands it
+        raise _refuse(dotted_names[0], "a process your code started earlier is still running, and while a test "
+                      "forbids an operator nothing may run outside this process (end it before the test)")
+    lib = torch.library.Library("aten", "IMPL")
+    _install_process_guard()
+    _NO_NEW_PROCESSES.append(dotted_names[0])
+    try:
+        with warnings.catch_warnings():  # "Overriding a previously registered kernel": that is the point
+            warnings.simplefilter("ignore")
+            for op, key, dotted in _computing_kernels(tuple(dotted_names)):
+                lib.impl(op, functools.partial(_refused_kernel, dotted, reason), key)
+        yield
+    finally:
+        _NO_NEW_PROCESSES.pop()
+        lib._destroy()
+
+
+# a forbidden operator in another process is out of the dispatcher's reach: while a test forbids one, no process
+# may start (an audit hook, which Python never removes) and none may be running already (/proc)
+_NO_NEW_PROCESSES = []
+_PROCESS_EVENTS = {"subprocess.Popen", "os.system", "os.posix_spawn", "os.fork", "os.forkpty", "os.exec",
+                   "os.spawn", "os.startfile", "pty.spawn"}
+_PROCESS_GUARD = []
+
+
+def _install_process_guard():
+    if _PROCESS_GUARD:
+        return
+
+    def refuse_a_new_process(event, args):
+        if _NO_NEW_PROCESSES and event in _PROCESS_EVENTS:
+            raise _refuse(_NO_NEW_PROCESSES[-1], f"no process may start while a test forbids an operator ({event})")
+
+    sys.addaudithook(refuse_a_new_process)
+    _PROCESS_GUARD.append(refuse_a_new_process)
+
+
+def _child_processes():
+    """The ids of this process's living children (Linux; an empty list where /proc cannot tell)."""
+    import os
+    children = []
+    try:
+        for thread in os.listdir("/proc/self/task"):
+            with open(f"/proc/self/task/{thread}/children") as f:
+                children += f.read().split()
+    except OSError:
+        return []
+    alive = []
+    for pid in children:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                if f.read().rsplit(")", 1)[-1].split()[0] != "Z":  # a zombie has finished
+                    alive.append(int(pid))
+        except OSError:
+            pass
+    return alive
+
+
+def _refused_kernel(dotted, reason, *args, **kwargs):
+    raise _refuse(dotted, reason)
+
+
+@functools.lru_cache(maxsize=64)
+def _computing_kernels(dotted_names):
+    """[(aten operator with overload, dispatch key, the forbidden name)] for every kernel that computes one of them."""
+    shorts = {d.rsplit(".", 1)[-1]: d for d in dotted_names}
+    found = []
+    for full in torch._C._dispatch_get_all_op_names():
+        if not full.startswith("aten::"):
+            continue
+        op = full[len("aten::"):]
+        dotted = next((d for s, d in shorts.items() if _kernel_name_matches(op.split(".")[0], s)), None)
+        if dotted is not None:
+            found += [(op, key, dotted) for key in _COMPUTING_KEYS
+                      if torch._C._dispatch_has_kernel_for_dispatch_key(full, key)]
+    return found
 
 
 @contextlib.contextmanager

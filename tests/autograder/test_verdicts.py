@@ -177,6 +177,37 @@ FORBID_EVASIONS = {
         "def _make(f):\n    return lambda q, k, v: f(q, k, v)\nattention = _make(F.scaled_dot_product_attention)\n",
     "nn.MultiheadAttention's own path":
         "def attention(q, k, v):\n    return torch._C._nn.scaled_dot_product_attention(q, k, v)\n",
+    # torch's modes are per thread and can be switched off: the dispatcher refuses in every thread
+    "a thread (modes are per thread)":
+        "from concurrent.futures import ThreadPoolExecutor\n_pool = ThreadPoolExecutor(1)\n"
+        "def attention(q, k, v):\n    return _pool.submit(F.scaled_dot_product_attention, q, k, v).result()\n",
+    "torch's guards that switch the modes off":
+        "def attention(q, k, v):\n    with torch._C.DisableTorchFunction(), torch._C._DisableTorchDispatch():\n"
+        "        return F.scaled_dot_product_attention(q, k, v)\n",
+    "the mode stacks popped (the grader's own recipe)":
+        "from torch.utils._python_dispatch import _disable_current_modes\n"
+        "def attention(q, k, v):\n    _popped = []\n"
+        "    while torch._C._len_torch_function_stack():\n        _popped.append(torch._C._pop_torch_function_stack())\n"
+        "    try:\n        with _disable_current_modes():\n            return F.scaled_dot_product_attention(q, k, v)\n"
+        "    finally:\n        for _m in reversed(_popped):\n            torch._C._push_on_torch_function_stack(_m)\n",
+    "a torch.library custom op":
+        "@torch.library.custom_op('student::attend', mutates_args=())\n"
+        "def _attend(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> torch.Tensor:\n"
+        "    return F.scaled_dot_product_attention(q, k, v)\n"
+        "def attention(q, k, v):\n    return _attend(q, k, v)\n",
+    # ... and no process may start during the call, or be running when it starts
+    "a second Python process started by the call":
+        "import pickle, subprocess, sys\n"
+        "def attention(q, k, v):\n"
+        "    code = ('import pickle, sys, torch; q, k, v = pickle.load(sys.stdin.buffer); '\n"
+        "            'sys.stdout.buffer.write(pickle.dumps(torch.nn.functional.scaled_dot_product_attention(q, k, v)))')\n"
+        "    done = subprocess.run([sys.executable, '-c', code], input=pickle.dumps((q, k, v)), capture_output=True)\n"
+        "    return pickle.loads(done.stdout)\n",
+    "a process pool started before the test":
+        "import multiprocessing\n_pool = multiprocessing.get_context('fork').Pool(1)\n"
+        "def attention(q, k, v):\n    return _pool.apply(F.scaled_dot_product_attention, (q, k, v))\n",
+    "the math kernel under it, by its aten name":
+        "def attention(q, k, v):\n    return torch.ops.aten._scaled_dot_product_attention_math(q, k, v)[0]\n",
 }
 
 

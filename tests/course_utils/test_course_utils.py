@@ -227,3 +227,64 @@ def test_timer_times_real_work_and_passes_setup_results():
     assert sizes == [3, 3] and len(timing.samples) == 2 and all(t >= 0 for t in timing.samples)
     slow = cu.time_call(torch.mm, torch.randn(200, 200), torch.randn(200, 200), repeats=3)
     assert slow.median > 0 and slow.clock == "wall"
+
+
+# ------------------------------------------------------------ forbidden operators, in every thread
+
+def _refused(fn):
+    from course_utils.checks import ForbiddenCall
+    try:
+        fn()
+    except ForbiddenCall as e:
+        return e.forbidden
+    return None
+
+
+def test_forbid_names_the_function_called_through_any_alias():
+    x = torch.randn(2, 3, 4)
+    with cu.forbid("torch.nn.functional.scaled_dot_product_attention"):
+        assert _refused(lambda: torch.ops.aten.scaled_dot_product_attention(x, x, x)).endswith("attention")
+        assert _refused(lambda: torch.softmax(x, -1)) is None
+    assert F.scaled_dot_product_attention(x, x, x).shape == x.shape
+
+
+@pytest.mark.parametrize("route", ["thread", "modes off", "composite", "matmul family"])
+def test_the_dispatcher_refuses_a_forbidden_operator_in_every_thread(route):
+    from concurrent.futures import ThreadPoolExecutor
+
+    from course_utils.checks import forbidden_in_every_thread
+    x = torch.randn(3, 5, dtype=torch.float64)
+    names = ("torch.matmul",) if route == "matmul family" else ("torch.softmax",)
+
+    def run():
+        if route == "thread":
+            return ThreadPoolExecutor(1).submit(torch.softmax, x, -1).result()
+        if route == "modes off":
+            with torch._C.DisableTorchFunction(), torch._C._DisableTorchDispatch():
+                return torch.softmax(x, -1)
+        if route == "composite":  # the math attention is composite: its softmax is what computes
+            return torch.ops.aten._scaled_dot_product_attention_math(x[None], x[None], x[None])
+        return torch.einsum("ij,kj->ik", x, x)
+
+    with forbidden_in_every_thread(*names):
+        assert _refused(run) == names[0]
+        assert torch.equal(torch.exp(x) + 0, torch.exp(x) * 1)      # everything else still computes
+    assert run() is not None                                          # and the operator is back after the block
+
+
+def test_no_process_starts_while_an_operator_is_forbidden_and_none_may_be_running():
+    import subprocess
+    import sys
+
+    from course_utils.checks import forbidden_in_every_thread
+    with forbidden_in_every_thread("torch.softmax"):
+        assert _refused(lambda: subprocess.run([sys.executable, "-c", "pass"])) == "torch.softmax"
+    helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert _refused(lambda: forbidden_in_every_thread("torch.softmax").__enter__()) == "torch.softmax"
+    finally:
+        helper.kill()
+        helper.wait()
+    with forbidden_in_every_thread("torch.softmax"):
+        pass
+    assert subprocess.run([sys.executable, "-c", "pass"]).returncode == 0
