@@ -29,7 +29,11 @@ def load_triton():
     Call it before defining any @triton.jit kernel (the choice is made when a kernel is decorated).
     returns (triton, triton.language, interpreted: bool)
     """
-    if not torch.cuda.is_available() or os.environ.get("NBGRADER_EXECUTION"):
+    from .device_sim import is_simulating
+    # the simulated GPU (COURSE_DEVICE=sim, tests/lessons/test_device.py) keeps kernels in compiled mode as a GPU
+    # does, so that the path count_work takes there (compiled kernels run in the interpreter) is the one tested
+    on_a_gpu = torch.cuda.is_available() or is_simulating()
+    if not on_a_gpu or os.environ.get("NBGRADER_EXECUTION"):
         os.environ["TRITON_INTERPRET"] = "1"
     try:
         import triton
@@ -37,7 +41,32 @@ def load_triton():
     except ImportError as error:
         raise ImportError(_TRITON_MISSING) from error
     _interpret_device_calls()
+    if is_simulating() and not torch.cuda.is_available():
+        _simulate_compiled_launches()
     return triton, tl, is_interpreted()
+
+
+def _run_interpreted(jit_function, args, grid, warmup, kwargs):
+    """Launch a compiled-mode kernel (a JITFunction) in Triton's interpreter instead, as TRITON_INTERPRET=1 would."""
+    from triton import knobs
+    from triton.runtime import interpreter
+    with knobs.runtime.scope():  # as under TRITON_INTERPRET=1 (constexpr functions return plain values)
+        knobs.runtime.interpret = True
+        return interpreter.InterpretedFunction(jit_function.fn).run(*args, grid=grid, warmup=warmup, **kwargs)
+
+
+def _simulate_compiled_launches():
+    """Under the simulated GPU there is no GPU to compile for: a compiled-mode kernel's launch runs in the
+    interpreter, on the host copies of its arguments."""
+    from triton.runtime.jit import JITFunction
+    if getattr(JITFunction.run, "simulated_gpu", False):
+        return
+
+    def run(self, *args, grid, warmup, **kwargs):
+        return _run_interpreted(self, args, grid, warmup, kwargs)
+
+    run.simulated_gpu = True
+    JITFunction.run = run
 
 
 _INTERPRETING = [0]  # kernel launches the interpreter is running now (nested: a launch inside count_work's)
@@ -188,7 +217,7 @@ def _install():
         return launch(self, *args, **kwargs)
 
     def interpreted_run(self, *args, grid, warmup, **kwargs):  # a compiled kernel (GPU), run in the interpreter
-        return interpreter.InterpretedFunction(self.fn).run(*args, grid=grid, warmup=warmup, **kwargs)
+        return _run_interpreted(self, args, grid, warmup, kwargs)
 
     builder.create_masked_load, builder.create_masked_store = counted_load, counted_store
     builder.create_dot, builder.set_grid_idx = counted_dot, counted_program
