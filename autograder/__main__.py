@@ -5,6 +5,8 @@ import sys
 from pathlib import Path
 
 from .course import REPO, lesson_ids, release
+from .sandbox.limits import add_arguments as add_limit_arguments
+from .sandbox.limits import from_arguments as limits_from
 
 EPILOG = """In a terminal, from the repository root:
   python -m autograder release                       # notebooks/ and course/ from solutions/
@@ -72,16 +74,7 @@ def build_parser():
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                    help=f"submissions graded at once, in separate processes (default: the number of cores, "
                         f"{os.cpu_count() or 1} here)")
-    p.add_argument("--cell-timeout", type=int, default=None, metavar="S",
-                   help="seconds one cell may run before it is interrupted (default: Execute.timeout in "
-                        "autograder/nbgrader_config.py, 120 s, the same as plain nbgrader)")
-    p.add_argument("--notebook-timeout", type=int, default=300, metavar="S",
-                   help="seconds of execution for one notebook; later cells are not run (default 300); "
-                        "a worker still running 60 s later is killed")
-    p.add_argument("--memory-mb", type=int, default=4096, metavar="MB",
-                   help="address-space limit of the kernel (default 4096)")
-    p.add_argument("--nproc", type=int, default=512, metavar="N",
-                   help="processes and threads of the sandbox user (default 512)")
+    add_limit_arguments(p)
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="grade on a Dask cluster: tcp://HOST:8786 for a running scheduler, or local:N for a "
                         "local cluster of N workers (needs the `cluster` extra; see the README, "
@@ -112,9 +105,8 @@ def main(argv=None):
         result = collect(args.source, course, lesson_ids(), roster=args.roster)
         return 2 if result.problems or result.collisions else 0
     elif args.command == "grade":
-        from .grading import GradingInterrupted, Limits, grade
-        limits = Limits(cell_timeout=args.cell_timeout, notebook_timeout=args.notebook_timeout,
-                        memory_mb=args.memory_mb, nproc=args.nproc)
+        from .grading import GradingInterrupted, grade
+        limits = limits_from(args)
         try:
             if args.scheduler:
                 from .cluster import grade_cluster

@@ -1,20 +1,7 @@
 """What a grading run is configured with: limits and nbgrader's configuration (the sandbox's allow-list is
 autograder.sandbox.policy's)."""
-from dataclasses import dataclass
-
 from .course import load_config
-
-HARD_LIMIT_GRACE_S = 60  # beyond the notebook budget: kernel start, sanitizing, saving grades
-
-
-@dataclass
-class Limits:
-    cell_timeout: int = None      # seconds for one cell (None: nbgrader_config.py's Execute.timeout)
-    notebook_timeout: int = 300   # seconds of execution for one notebook
-    memory_mb: int = 4096         # address space of the kernel
-    nproc: int = 512              # processes and threads of the sandbox user
-    fsize_mb: int = 64            # largest file the kernel may write
-    output_kb: int = 512          # output kept per cell
+from .sandbox.limits import HARD_LIMIT_GRACE_S, Limits  # noqa: F401: declared there, once
 
 
 

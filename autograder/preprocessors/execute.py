@@ -17,6 +17,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Integer
 
 from .. import cells, integrity, sandbox, verdicts
+from ..sandbox.limits import Limits
 from ..course import lesson_notebook
 from ..nbrun import SlicedWaits
 from ..worker import HANG, event, record_kernel
@@ -110,8 +111,10 @@ class GradingExecute(SlicedWaits, Execute):
 
 class SandboxedExecute(GradingExecute):
     """GradingExecute with a sandboxed kernel, a notebook budget, capped output and dead-kernel recovery."""
-    notebook_timeout = Integer(300, help="seconds of execution for the whole notebook").tag(config=True)
-    max_output_bytes = Integer(512 * 1024, help="output kept per cell (the rest is dropped)").tag(config=True)
+    notebook_timeout = Integer(Limits().notebook_timeout, help="seconds of execution for the whole notebook (set "
+                               "from autograder.sandbox.limits.Limits)").tag(config=True)
+    max_output_bytes = Integer(Limits().output_kb * 1024, help="output kept per cell, the rest dropped (set from "
+                               "autograder.sandbox.limits.Limits)").tag(config=True)
 
     def __init__(self, *args, **kwargs):
         kwargs.setdefault("kernel_manager_class", sandbox.SandboxKernelManager)

@@ -9,6 +9,11 @@ import shutil
 import sys
 from pathlib import Path
 
+if __package__:
+    from .limits import Limits
+else:  # the launcher's plain import (see launcher.py)
+    from limits import Limits
+
 
 KEEP_ENV = ("PATH", "LANG", "LANGUAGE", "TZ", "TERM", "NBGRADER_EXECUTION", "MPLBACKEND",
             "OMP_NUM_THREADS", "MKL_NUM_THREADS", "PYTHONPATH", "PYTHONHASHSEED", "VIRTUAL_ENV", "COURSE_DEVICE")
@@ -30,10 +35,7 @@ DEFAULTS = dict(
     uid_base=2_000_000_000,  # kernel uid = uid_base + launcher pid (no account needs to exist)
     read_only=[],           # paths bound read-only at the same place (Python, site-packages, course_utils)
     python_path=[],         # folders put first on the kernel's PYTHONPATH (the one holding course_utils)
-    memory_mb=4096,         # resident memory per kernel (cgroup), else address space (RLIMIT_AS)
-    nproc=512,              # processes and threads per kernel (pids cgroup, and RLIMIT_NPROC of its uid)
-    fsize_mb=64,            # RLIMIT_FSIZE: largest file the kernel may write
-    cpu_s=600,              # RLIMIT_CPU of each kernel process
+    **Limits().for_the_sandbox(),  # memory_mb, nproc, fsize_mb, cpu_s: declared in limits.py
     nofile=1024,            # RLIMIT_NOFILE
     tmp_mb=256,             # size of the private /tmp; the working directory and /dev/shm get a quarter each
     font_cache="",          # the grader's matplotlib cache: its font list seeds the kernel's (saves a rebuild)
@@ -57,7 +59,6 @@ def sandbox_settings(course_root, limits):
     import importlib.util
 
     from ..course import REPO, SOLUTIONS  # the grader's side only: the launcher never calls this
-    from ..settings import HARD_LIMIT_GRACE_S
     course_utils = Path(importlib.util.find_spec("course_utils").origin).resolve().parent
     prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
     inside = lambda p: any(p == q or p.startswith(q + os.sep) for q in prefixes)  # noqa: E731
@@ -67,9 +68,7 @@ def sandbox_settings(course_root, limits):
     font_cache = os.environ.get("MPLCONFIGDIR") or os.path.join(
         os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "matplotlib")
     return dict(read_only=read_only, python_path=[str(course_utils.parent)], must_not_see=[str(p) for p in must_not_see], font_cache=font_cache,
-                memory_mb=limits.memory_mb,
-                nproc=limits.nproc, fsize_mb=limits.fsize_mb,
-                cpu_s=(limits.notebook_timeout + HARD_LIMIT_GRACE_S) * (os.cpu_count() or 1))
+                **limits.for_the_sandbox())
 
 def _ancestors(path):
     parts = path.strip("/").split("/")[:-1]

@@ -42,3 +42,32 @@ def test_no_autograder_module_imports_one_that_imports_it():
 
     cycles = [c for name in sorted(graph) if (c := cycle_from(name, name, {name}))]
     assert not cycles, cycles[:3]
+
+
+def test_every_limit_is_declared_once_and_read_by_the_command_line_the_traits_and_the_sandbox(tmp_path):
+    """autograder/sandbox/limits.py declares each limit; nothing else holds its default."""
+    import dataclasses
+
+    from autograder.__main__ import build_parser
+    from autograder.preprocessors.execute import SandboxedExecute
+    from autograder.sandbox import DEFAULTS, sandbox_settings
+    from autograder.sandbox.limits import Limits
+    from autograder.settings import grading_config
+
+    defaults = Limits()
+    parsed = build_parser().parse_args(["grade"])
+    assert all(getattr(parsed, f.name) == getattr(defaults, f.name) for f in dataclasses.fields(Limits))
+    assert {k: DEFAULTS[k] for k in ("memory_mb", "nproc", "fsize_mb", "cpu_s")} == defaults.for_the_sandbox()
+    assert SandboxedExecute().notebook_timeout == defaults.notebook_timeout
+    assert SandboxedExecute().max_output_bytes == defaults.output_kb * 1024
+
+    # one value given on the command line reaches the kernel's sandbox and nbgrader's traits
+    from autograder.__main__ import limits_from
+    args = build_parser().parse_args(["grade", "--memory-mb", "1500", "--fsize-mb", "8", "--output-kb", "40",
+                                      "--notebook-timeout", "100"])
+    limits = limits_from(args)
+    settings = sandbox_settings(tmp_path, limits)
+    assert (settings["memory_mb"], settings["fsize_mb"]) == (1500, 8)
+    config = grading_config(tmp_path, limits=limits)
+    assert config.SandboxedExecute.max_output_bytes == 40 * 1024
+    assert config.SandboxedExecute.notebook_timeout == 100
