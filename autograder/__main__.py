@@ -4,7 +4,7 @@ import os
 import sys
 from pathlib import Path
 
-from .course import REPO, lesson_ids, release
+from .course import REPO, lesson_ids, release, report_path
 from .sandbox.limits import add_arguments as add_limit_arguments
 from .sandbox.limits import from_arguments as limits_from
 
@@ -120,7 +120,7 @@ def main(argv=None):
         failed = sum(r.status != "graded" for r in results)
         flagged = sum(bool(r.flags) for r in results)
         print(f"{len(results)} submission(s): {len(results) - failed} graded, {failed} could not be graded "
-              f"(scored 0), {flagged} flagged for review (see {course / 'reports'})")
+              f"(scored 0), {flagged} flagged for review (see {report_path(course, '<lesson>', '<student>')})")
     elif args.command == "feedback":
         from .feedback import generate_feedback
         generate_feedback(course, args.lessons or None, args.student)

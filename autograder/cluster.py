@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from . import grading, sandbox
-from .course import REPO
+from .course import REPO, gradebook_path, step_folder, step_notebook, work_folder
 from .gradebook import merge, record_failure
 
 ALLOWED_FAILURES = 1  # a task is retried once when its worker dies, then recorded as failed
@@ -74,7 +74,7 @@ def _template_gradebook(course_root, lesson, folder):
     from nbgrader.api import Gradebook
     from sqlalchemy import text
     path = Path(folder, f"{lesson}.db")
-    shutil.copyfile(Path(course_root, "gradebook.db"), path)
+    shutil.copyfile(gradebook_path(course_root), path)
     with Gradebook(f"sqlite:///{path}") as gb:
         for student in [s.id for s in gb.students]:
             gb.remove_student(student)
@@ -84,12 +84,11 @@ def _template_gradebook(course_root, lesson, folder):
 
 
 def make_job(course_root, lesson, student, limits, template):
-    folder = Path(course_root, "submitted", student, lesson)
+    folder = step_folder(course_root, "submitted", lesson, student)
     files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-    read = lambda *parts: Path(course_root, *parts).read_bytes()  # noqa: E731
     return dict(lesson=lesson, student=student, limits=limits.__dict__, gradebook=template, files=files,
-                source=read("source", lesson, f"{lesson}.ipynb"),
-                release=read("release", lesson, f"{lesson}.ipynb"))
+                source=step_notebook(course_root, "source", lesson).read_bytes(),
+                release=step_notebook(course_root, "release", lesson).read_bytes())
 
 
 def grade_job(job):
@@ -101,18 +100,18 @@ def grade_job(job):
     with tempfile.TemporaryDirectory(prefix="autograder-job-") as tmp:
         course = Path(tmp, "course")
         for kind, data in (("source", job["source"]), ("release", job["release"])):
-            Path(course, kind, lesson).mkdir(parents=True)
-            Path(course, kind, lesson, f"{lesson}.ipynb").write_bytes(data)
+            step_folder(course, kind, lesson).mkdir(parents=True)
+            step_notebook(course, kind, lesson).write_bytes(data)
         for name, data in job["files"].items():
-            target = Path(course, "submitted", student, lesson, name)
+            target = step_folder(course, "submitted", lesson, student) / name
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(data)
-        Path(course, "gradebook.db").write_bytes(job["gradebook"])
+        gradebook_path(course).write_bytes(job["gradebook"])
         results = grading.grade(course, [lesson], [student], jobs=1, limits=grading.Limits(**job["limits"]),
                                 log=log.append, probe=_cached_probe)
-        autograded = Path(course, "autograded", student, lesson)
+        autograded = step_folder(course, "autograded", lesson, student)
         return dict(lesson=lesson, student=student, result=results[0].__dict__ if results else None,
-                    gradebook=Path(course, "gradebook.db").read_bytes(), log=log, worker=socket.gethostname(),
+                    gradebook=gradebook_path(course).read_bytes(), log=log, worker=socket.gethostname(),
                     autograded={str(p.relative_to(autograded)): p.read_bytes()
                                 for p in sorted(autograded.rglob("*")) if p.is_file()} if autograded.exists() else {})
 
@@ -120,14 +119,14 @@ def grade_job(job):
 def apply_reply(course_root, reply):
     """On the instructor's machine: merge one task's gradebook, write its autograded notebook and report."""
     lesson, student = reply["lesson"], reply["student"]
-    work = Path(course_root, ".grading", lesson, student)
+    work = work_folder(course_root, lesson, student)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     shard = work / "gradebook.db"
     shard.write_bytes(reply["gradebook"])
     result = grading.Result(**reply["result"])
     result.score, result.max_score = merge(f"sqlite:///{shard.resolve()}", course_root, lesson, student)
-    target = Path(course_root, "autograded", student, lesson)
+    target = step_folder(course_root, "autograded", lesson, student)
     shutil.rmtree(target, ignore_errors=True)
     for name, data in reply["autograded"].items():
         Path(target, name).parent.mkdir(parents=True, exist_ok=True)

@@ -1,4 +1,5 @@
 """The nbgrader course directory built from solutions/, and the release step."""
+import functools
 import shutil
 from pathlib import Path
 
@@ -16,6 +17,61 @@ def lesson_ids(solutions=SOLUTIONS):
     return sorted(p.stem for p in Path(solutions).glob("[0-9][0-9]_*.ipynb"))
 
 
+# ---------------------------------------------------------------- where things are in a course directory
+
+REPORTS = "reports"  # the grader's own folder: <course>/reports/<lesson>/<student>.json
+
+
+@functools.lru_cache(maxsize=1)
+def _layout():
+    from nbgrader.coursedir import CourseDirectory
+    return CourseDirectory()  # nbgrader's defaults: {nbgrader_step}/{student_id}/{assignment_id}, step folder names
+
+
+def step_folder(course_root, step, lesson, student="."):
+    """<course>/<step>/<student>/<lesson>, laid out as nbgrader lays it out (CourseDirectory's directory_structure
+    and step folders). step: "source", "release", "submitted", "autograded" or "feedback"; source and release
+    have no student."""
+    layout = _layout()
+    relative = layout.directory_structure.format(nbgrader_step=getattr(layout, f"{step}_directory"),
+                                                 student_id=student, assignment_id=lesson)
+    return Path(course_root, relative)
+
+
+def step_notebook(course_root, step, lesson, student="."):
+    """The lesson's notebook in step_folder: <course>/<step>/<student>/<lesson>/<lesson>.ipynb."""
+    return step_folder(course_root, step, lesson, student) / f"{lesson}.ipynb"
+
+
+def step_root(course_root, step):
+    """<course>/<step>: where nbgrader keeps every notebook of that step."""
+    return Path(course_root, getattr(_layout(), f"{step}_directory"))
+
+
+def step_folders(course_root, step):
+    """Every <course>/<step>/<student>/<lesson> folder there is, sorted (submitted or autograded)."""
+    return sorted(step_root(course_root, step).glob("*/*"))
+
+
+def gradebook_path(course_root):
+    return Path(course_root, "gradebook.db")
+
+
+def report_path(course_root, lesson, student):
+    """What grading found for one submission (flags, events): <course>/reports/<lesson>/<student>.json."""
+    return Path(course_root, REPORTS, lesson, f"{student}.json")
+
+
+def report_paths(course_root):
+    """Every report there is, sorted."""
+    return sorted(Path(course_root, REPORTS).glob("*/*.json"))
+
+
+def work_folder(course_root, lesson, student):
+    """A grading worker's private scratch folder (its copy of the gradebook): <course>/.grading/<lesson>/<student>."""
+    return Path(course_root, ".grading", lesson, student)
+
+
 def load_config(course_root):
     """The course's nbgrader config with its root set to `course_root`."""
     config = Config(PyFileConfigLoader(CONFIG_FILE.name, path=str(CONFIG_FILE.parent)).load_config())
@@ -24,19 +80,21 @@ def load_config(course_root):
 
 
 def lesson_notebook(config, resources, step):
-    """The source (step "source") or release notebook of the submission nbgrader is converting, or None.
+    """The notebook nbgrader is converting, as it is in `step`: "source" or "release" (the lesson's), or
+    "submitted" (the student's own, as handed in); None if it is missing, unreadable or invalid.
 
-    `resources["nbgrader"]` (assignment, notebook) is what nbgrader's converters pass their preprocessors.
+    `resources["nbgrader"]` (assignment, notebook, student) is what nbgrader's converters pass their preprocessors.
     """
     import nbformat
     from nbgrader.coursedir import CourseDirectory
     try:
         info = resources["nbgrader"]
         coursedir = CourseDirectory(config=config)
-        folder = coursedir.source_directory if step == "source" else coursedir.release_directory
-        path = Path(coursedir.format_path(folder, ".", info["assignment"]), f"{info['notebook']}.ipynb")
+        folder = getattr(coursedir, f"{step}_directory")
+        student = info["student"] if step == "submitted" else "."
+        path = Path(coursedir.format_path(folder, student, info["assignment"]), f"{info['notebook']}.ipynb")
         return nbformat.read(str(path), as_version=4)
-    except (KeyError, TypeError, OSError, ValueError):
+    except Exception:  # noqa: BLE001: never a crash of the conversion
         return None
 
 
@@ -62,13 +120,13 @@ def release(course_root, lessons=None, solutions=SOLUTIONS, notebooks=NOTEBOOKS,
         source = Path(solutions) / f"{lesson}.ipynb"
         if not source.exists():
             raise FileNotFoundError(f"lesson: no solution notebook {source}")
-        target_dir = course_root / "source" / lesson
+        target_dir = step_folder(course_root, "source", lesson)
         target_dir.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(source, target_dir / source.name)
         result = api.generate_assignment(lesson, force=True, create=True)
         if not result["success"]:
             raise RuntimeError(f"nbgrader generate_assignment failed for {lesson}:\n{result['error']}\n{result['log']}")
-        generated = course_root / "release" / lesson / source.name
+        generated = step_notebook(course_root, "release", lesson)
         if notebooks is not None:
             Path(notebooks).mkdir(parents=True, exist_ok=True)
             shutil.copyfile(generated, Path(notebooks) / source.name)

@@ -15,6 +15,7 @@ from pathlib import Path
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
 
+from .course import report_paths
 from .csvsafe import write_csv
 from .lms import export_lms
 
@@ -96,7 +97,7 @@ def _questions(gb):
 
 def _flagged(course_root):
     flagged = defaultdict(list)
-    for report in sorted(Path(course_root, "reports").glob("*/*.json")):
+    for report in report_paths(course_root):
         r = json.loads(report.read_text())
         if r["flags"]:
             flagged[(r["lesson"], r["student"])] = r["flags"]

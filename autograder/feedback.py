@@ -13,9 +13,10 @@ GIF data, inline styles only without url(), expression() or escapes.
 """
 import html
 import re
-from pathlib import Path
 
 from nbconvert.exporters import HTMLExporter
+
+from .course import step_folder, step_folders
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 ALLOWED_TAGS = frozenset("""a abbr b blockquote br caption cite code col colgroup dd del details dfn div dl dt em
@@ -135,12 +136,12 @@ def generate_feedback(course_root, lessons=None, students=None, log=print):
     config = grading_config(course_root)
     api = NbGraderAPI(CourseDirectory(config=config), config=config)
     written = []
-    for folder in sorted(Path(course_root, "autograded").glob("*/*")):
+    for folder in step_folders(course_root, "autograded"):
         student, lesson = folder.parent.name, folder.name
         if (lessons and lesson not in lessons) or (students and student not in students):
             continue
         result = api.generate_feedback(lesson, student, force=True)
-        target = Path(course_root, "feedback", student, lesson)
+        target = step_folder(course_root, "feedback", lesson, student)
         if result["success"]:
             written += sorted(target.glob("*.html"))
             log(f"feedback {lesson} {student} -> {target}")

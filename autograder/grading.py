@@ -45,7 +45,8 @@ from pathlib import Path
 import nbformat
 
 from . import cells, sandbox, zygote
-from .course import REPO
+from .course import (REPO, gradebook_path, report_path, step_folder, step_folders, step_notebook, step_root,
+                     work_folder)
 from .flags import flag_submission
 from .gradebook import mark_flagged, merge, record_failure
 from .restore import restore
@@ -78,7 +79,7 @@ class Result:
 def submissions(course_root, lessons=None, students=None):
     """[(lesson, student)] for every submitted/<student>/<lesson>/ in the course."""
     found = []
-    for folder in sorted(Path(course_root, "submitted").glob("*/*")):
+    for folder in step_folders(course_root, "submitted"):
         student, lesson = folder.parent.name, folder.name
         if folder.is_dir() and (not lessons or lesson in lessons) and (not students or student in students):
             found.append((lesson, student))
@@ -88,7 +89,7 @@ def submissions(course_root, lessons=None, students=None):
 def save_flags(course_root, result):
     """Mark the submission flagged in the gradebook (nbgrader's own flag) and write its report (atomically)."""
     mark_flagged(course_root, result.lesson, result.student, result.flags)
-    report = Path(course_root, "reports", result.lesson, f"{result.student}.json")
+    report = report_path(course_root, result.lesson, result.student)
     report.parent.mkdir(parents=True, exist_ok=True)
     partial = report.with_name(f".{report.name}.partial")
     partial.write_text(json.dumps(result.__dict__, indent=1))
@@ -97,8 +98,8 @@ def save_flags(course_root, result):
 
 def check_submission(course_root, lesson, student):
     """Static flags for one submission; raises ValueError when the notebook cannot be read."""
-    folder = Path(course_root, "submitted", student, lesson)
-    path = folder / f"{lesson}.ipynb"
+    folder = step_folder(course_root, "submitted", lesson, student)
+    path = step_notebook(course_root, "submitted", lesson, student)
     if not path.exists():
         raise ValueError(f"no {path.name} in {folder} (found: {', '.join(p.name for p in folder.iterdir()) or 'nothing'})")
     from . import size  # before nbformat reads it: refuses (ValueError "size: ...") or trims an absurd notebook
@@ -108,8 +109,8 @@ def check_submission(course_root, lesson, student):
         nbformat.validate(submitted)
     except Exception as e:  # noqa: BLE001: any unreadable file is reported, never fatal
         raise ValueError(f"{path.name} is not a valid notebook: {type(e).__name__}: {str(e)[:200]}") from None
-    source = nbformat.read(str(Path(course_root, "source", lesson, f"{lesson}.ipynb")), as_version=4)
-    release_path = Path(course_root, "release", lesson, f"{lesson}.ipynb")
+    source = nbformat.read(str(step_notebook(course_root, "source", lesson)), as_version=4)
+    release_path = step_notebook(course_root, "release", lesson)
     release = nbformat.read(str(release_path), as_version=4) if release_path.exists() else None
     flags = size_flags + flag_submission(submitted, source, release)
     restored = nbformat.from_dict(json.loads(json.dumps(submitted)))
@@ -122,10 +123,10 @@ def check_submission(course_root, lesson, student):
 class _Running:
     def __init__(self, course_root, lesson, student, limits, settings, threads):
         self.result = Result(lesson, student)
-        self.work = Path(course_root, ".grading", lesson, student)
+        self.work = work_folder(course_root, lesson, student)
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
-        shutil.copyfile(Path(course_root, "gradebook.db"), self.work / "gradebook.db")
+        shutil.copyfile(gradebook_path(course_root), self.work / "gradebook.db")
         self.db_url = f"sqlite:///{self.work.resolve() / 'gradebook.db'}"
         job = dict(course=str(Path(course_root).resolve()), lesson=lesson, student=student, db_url=self.db_url,
                    limits=limits.__dict__, sandbox=settings)
@@ -153,9 +154,9 @@ class _Running:
         """Forget an interrupted job: no half-written autograded copy or report is left to be mistaken for a grade."""
         self.kill()
         r = self.result
-        for path in (Path(course_root, "autograded", r.student, r.lesson), self.work):
+        for path in (step_folder(course_root, "autograded", r.lesson, r.student), self.work):
             shutil.rmtree(path, ignore_errors=True)
-        Path(course_root, "reports", r.lesson, f"{r.student}.json").unlink(missing_ok=True)
+        report_path(course_root, r.lesson, r.student).unlink(missing_ok=True)
 
     def finish(self, course_root, timed_out):
         r = self.result
@@ -191,13 +192,13 @@ class GradingInterrupted(Exception):
 
 def submission_digest(course_root, lesson, student):
     """sha256 of the submitted notebook (empty when absent): a report for the same digest means already graded."""
-    path = Path(course_root, "submitted", student, lesson, f"{lesson}.ipynb")
+    path = step_notebook(course_root, "submitted", lesson, student)
     return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else ""
 
 
 def already_graded(course_root, lesson, student):
     """True when the report says this very notebook was graded (or found invalid); a failed grading is retried."""
-    report = Path(course_root, "reports", lesson, f"{student}.json")
+    report = report_path(course_root, lesson, student)
     try:
         r = json.loads(report.read_text())
     except (OSError, ValueError):
@@ -256,7 +257,7 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
 
 def to_grade(course_root, lessons, students, force, log):
     """[(lesson, student)] to grade now: those submitted, less those already graded (unless `force`)."""
-    if not Path(course_root, "gradebook.db").exists():
+    if not gradebook_path(course_root).exists():
         raise FileNotFoundError(f"no gradebook in {course_root}: run `python -m autograder release` first")
     todo = submissions(course_root, lessons, students)
     done = [] if force else [(lesson, student) for lesson, student in todo if already_graded(course_root, lesson, student)]
@@ -264,7 +265,7 @@ def to_grade(course_root, lessons, students, force, log):
         log(f"skipping {len(done)} submission(s) already graded (--force regrades them)")
     todo = [t for t in todo if t not in done]
     if not todo:
-        log(f"nothing to grade in {course_root / 'submitted'}")
+        log(f"nothing to grade in {step_root(course_root, 'submitted')}")
     return todo
 
 

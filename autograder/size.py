@@ -27,6 +27,8 @@ import hashlib
 import json
 from pathlib import Path
 
+from .course import step_notebook
+
 MAX_NOTEBOOK_BYTES = 100 * 2**20
 MAX_CELLS = 500
 MAX_SOURCE_BYTES = 2**20
@@ -100,7 +102,7 @@ def check(course_root, lesson, student):
     Raises ValueError (its message starts with "size:") for a notebook too large to be graded at all.
     """
     from .collect import write_atomic
-    path = Path(course_root, "submitted", student, lesson, f"{lesson}.ipynb")
+    path = step_notebook(course_root, "submitted", lesson, student)
     keep = Path(course_root, TRIMMED, student, lesson)
     size = path.stat().st_size
     if size > MAX_NOTEBOOK_BYTES:

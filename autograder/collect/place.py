@@ -11,6 +11,7 @@ import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 
+from ..course import step_folder, step_notebook
 from . import limits
 from .entries import NOT_OPENED, chunks, shown
 
@@ -77,8 +78,8 @@ def place(c, course_root, placed_before, source, out, log):
     The copy is streamed to a temporary file and renamed over the old one: a crash leaves the old
     submission or the new one, never neither."""
     rel, key = c.entry.shown, f"{c.student}/{c.lesson}"
-    folder = course_root / "submitted" / c.student / c.lesson
-    target = folder / f"{c.lesson}.ipynb"
+    folder = step_folder(course_root, "submitted", c.lesson, c.student)
+    target = step_notebook(course_root, "submitted", c.lesson, c.student)
     digest = c.digest
     if digest is None:
         out.problems.append((rel, c.error))

@@ -19,13 +19,12 @@ import base64
 import binascii
 import builtins
 import re
-from pathlib import Path
 
-import nbformat
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from .. import cells
+from ..course import lesson_notebook
 
 MAX_MESSAGE = 300  # characters of a failed test's message shown to the student, "..." included
 MAX_TEXT = 20_000  # characters of one submitted text output shown
@@ -47,13 +46,13 @@ class HideHiddenTests(NbGraderPreprocessor):
     def preprocess(self, nb, resources):
         # the hidden tests' lines, from this notebook and from the lesson's source (the grader may keep them
         # out of the autograded notebook): blanked wherever they still appear, a last line of defence
-        source = _course_notebook(self.config, resources, "source")
+        source = lesson_notebook(self.config, resources, "source")
         code = [c for c in nb.cells + (source.cells if source is not None else []) if c.get("cell_type") == "code"]
         secrets = sorted({line for cell in code for line in cells.secret_lines(cell.source)}, key=len, reverse=True)
         visible = {line.strip() for cell in nb.cells for line in cells.without_hidden_tests(cell.source).splitlines()}
         secrets = [s for s in secrets if s not in visible]  # also shown to students: not a secret
         with_hidden = {cells.grade_id(c) for c in code if cells.HIDDEN_BEGIN in c.source}
-        submitted = _course_notebook(self.config, resources, "submitted")
+        submitted = lesson_notebook(self.config, resources, "submitted")
         if submitted is None:
             self.log.warning("no submitted notebook for %s: ordinary cells are shown without outputs",
                              resources.get("nbgrader", {}))
@@ -78,22 +77,6 @@ class HideHiddenTests(NbGraderPreprocessor):
             for out in cell.outputs:
                 _scrub(out, secrets)
         return nb, resources
-
-
-def _course_notebook(config, resources, step):
-    """The notebook being turned into feedback as the student submitted it (step "submitted":
-    course/submitted/<student>/<lesson>/) or the lesson's source ("source"), or None."""
-    from nbgrader.coursedir import CourseDirectory
-    try:
-        info = resources["nbgrader"]
-        coursedir = CourseDirectory(config=config)
-        if step == "submitted":
-            folder = coursedir.format_path(coursedir.submitted_directory, info["student"], info["assignment"])
-        else:
-            folder = coursedir.format_path(coursedir.source_directory, ".", info["assignment"])
-        return nbformat.read(str(Path(folder, f"{info['notebook']}.ipynb")), as_version=4)
-    except Exception:  # noqa: BLE001: missing, unreadable or invalid: no outputs shown, never a crash
-        return None
 
 
 class _OwnOutputs:

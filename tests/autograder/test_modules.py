@@ -71,3 +71,24 @@ def test_every_limit_is_declared_once_and_read_by_the_command_line_the_traits_an
     config = grading_config(tmp_path, limits=limits)
     assert config.SandboxedExecute.max_output_bytes == 40 * 1024
     assert config.SandboxedExecute.notebook_timeout == 100
+
+
+def test_course_paths_are_nbgraders_layout_and_built_in_one_place(tmp_path):
+    """autograder/course.py builds every path in a course directory, with nbgrader's CourseDirectory layout."""
+    import re
+    from pathlib import Path
+
+    from nbgrader.coursedir import CourseDirectory
+
+    from autograder.course import step_folder, step_notebook
+    layout = CourseDirectory(root=str(tmp_path))
+    for step, student in [("source", "."), ("release", "."), ("submitted", "ann"), ("autograded", "ann"),
+                          ("feedback", "ann")]:
+        want = Path(layout.format_path(getattr(layout, f"{step}_directory"), student, "03_x"))
+        assert step_folder(tmp_path, step, "03_x", student) == want
+        assert step_notebook(tmp_path, step, "03_x", student) == want / "03_x.ipynb"
+    by_hand = re.compile(r'''(Path\([^)]*|/ )["'](submitted|autograded|feedback|source|release|reports|\.grading)["']''')
+    package = Path(__file__).resolve().parents[2] / "autograder"
+    found = [f"{p.relative_to(package)}:{n}" for p in package.rglob("*.py") if p.name != "course.py"
+             for n, line in enumerate(p.read_text().splitlines(), 1) if by_hand.search(line)]
+    assert not found, f"course paths built by hand (use autograder.course's helpers): {found}"
