@@ -3,8 +3,8 @@
 For each lesson, once: its release copy filled with the solutions is opened, Run > Run All Cells,
 wait until every cell has run, check no cell shows a traceback, change a slider or a dropdown in
 every explorer and check what it displays changes, then save with Ctrl+S. The saved copy must
-keep every cell and its nbgrader metadata, and the copies of all lessons, graded together with
-`python -m autograder grade --jobs 2`, must get full marks (the round trip). Console errors
+keep every cell, its id and its nbgrader metadata, and the copies of the first and last lessons,
+graded together with `python -m autograder grade --jobs 2`, must get full marks (the round trip). Console errors
 (widgets failing to render, uncaught exceptions) fail the test. Screenshots and console logs go
 to test-artifacts/browser/.
 
@@ -28,6 +28,10 @@ if _missing and os.environ.get("COURSE_CI") == "1":
 pytestmark = pytest.mark.skipif(bool(_missing), reason=f"browser tests skipped: {_missing}")
 
 NOTEBOOK7_LESSON = "01_seq2seq_bottleneck"
+# lessons whose JupyterLab-saved copy is graded end to end; every other lesson's saved copy is checked to hold
+# exactly the graded content of its filled-in copy (cells, ids, sources, nbgrader metadata), which the graded
+# class (tests/graded_class.py) grades full marks as its `complete` submission
+ROUND_TRIP = (LESSONS[0], LESSONS[-1])
 
 
 @pytest.fixture(scope="module")
@@ -116,7 +120,7 @@ def round_trip(lab_runs, released_course, tmp_path_factory):
     course = tmp_path_factory.mktemp("round-trip") / "course"
     shutil.copytree(released_course, course)
     for lesson, run in lab_runs.items():
-        if "saved" in run:
+        if "saved" in run and lesson in ROUND_TRIP:
             submit(course, lesson, "browser", run["saved"])
     return {r.lesson: r for r in grade(course, jobs=2, limits=LIMITS, log=lambda *_: None)}
 
@@ -159,10 +163,12 @@ def test_notebook_saved_by_jupyterlab_keeps_nbgrader_metadata_and_grades(lab_run
     filled, saved = run["filled"], run["saved"]
     assert any(c.get("outputs") for c in saved.cells if c.cell_type == "code"), \
         "the saved notebook has no outputs: JupyterLab did not save the run"
-    before = [(c.cell_type, c.metadata.get("nbgrader")) for c in filled.cells]
-    after = [(c.cell_type, c.metadata.get("nbgrader")) for c in saved.cells]
-    assert after == before, f"{lesson}: JupyterLab's save changed cells or their nbgrader metadata"
+    before = [(c.get("id"), c.cell_type, c.metadata.get("nbgrader")) for c in filled.cells]
+    after = [(c.get("id"), c.cell_type, c.metadata.get("nbgrader")) for c in saved.cells]
+    assert after == before, f"{lesson}: JupyterLab's save changed cells, their ids or their nbgrader metadata"
     assert [c.source for c in saved.cells] == [c.source for c in filled.cells]
+    if lesson not in ROUND_TRIP:
+        return
     r = round_trip[lesson]
     assert r.status == "graded" and r.max_score > 0 and r.score == r.max_score, \
         f"{lesson}: the copy saved by JupyterLab scored {r.score}/{r.max_score} ({r.status})"
