@@ -46,8 +46,8 @@ def load_triton():
     return triton, tl, is_interpreted()
 
 
-def _run_interpreted(jit_function, args, grid, warmup, kwargs):
-    """Launch a compiled-mode kernel (a JITFunction) in Triton's interpreter instead, as TRITON_INTERPRET=1 would."""
+def _interpreted_run(jit_function, *args, grid, warmup, **kwargs):
+    """JITFunction.run, in Triton's interpreter instead of compiled, as TRITON_INTERPRET=1 would run it."""
     from triton import knobs
     from triton.runtime import interpreter
     with knobs.runtime.scope():  # as under TRITON_INTERPRET=1 (constexpr functions return plain values)
@@ -59,14 +59,7 @@ def _simulate_compiled_launches():
     """Under the simulated GPU there is no GPU to compile for: a compiled-mode kernel's launch runs in the
     interpreter, on the host copies of its arguments."""
     from triton.runtime.jit import JITFunction
-    if getattr(JITFunction.run, "simulated_gpu", False):
-        return
-
-    def run(self, *args, grid, warmup, **kwargs):
-        return _run_interpreted(self, args, grid, warmup, kwargs)
-
-    run.simulated_gpu = True
-    JITFunction.run = run
+    JITFunction.run = _interpreted_run
 
 
 _INTERPRETING = [0]  # kernel launches the interpreter is running now (nested: a launch inside count_work's)
@@ -216,12 +209,9 @@ def _install():
         _ACTIVE[-1].launches += 1
         return launch(self, *args, **kwargs)
 
-    def interpreted_run(self, *args, grid, warmup, **kwargs):  # a compiled kernel (GPU), run in the interpreter
-        return _run_interpreted(self, args, grid, warmup, kwargs)
-
     builder.create_masked_load, builder.create_masked_store = counted_load, counted_store
     builder.create_dot, builder.set_grid_idx = counted_dot, counted_program
-    executor.__call__, JITFunction.run = counted_launch, interpreted_run
+    executor.__call__, JITFunction.run = counted_launch, _interpreted_run  # a compiled kernel (GPU): interpreted
 
 
 def _uninstall():
