@@ -1,7 +1,7 @@
 """One graded class for the whole test run, built and graded once, read by every test that checks grades.
 
 Every lesson gets three submissions: `complete` (the release copy filled with the solutions, with
-the outputs and the explorers' saved widget state of a fast-mode run, as a student who ran it in
+the outputs and the explorers' saved widget state of a run of the solutions, as a student who ran it in
 Jupyter hands it in), `unstarted` (the release copy) and `half` (the first half of the exercises).
 Lesson 03 (AUTOGRADER_TEST_LESSONS chooses others) also gets the hostile class of
 tests/autograder/hostile.py. Everything goes into one zip, the way an LMS hands it
@@ -71,9 +71,13 @@ class GradedClass:
 
 
 def run_solutions():
-    """{lesson: its solution notebook run in fast mode}, two at a time, through the website's cache
-    (tools/site.py, build/site-cache/fast): the fast-mode site built later reuses these runs."""
+    """{lesson: its solution notebook, run}: the website's full-mode runs when the cache holds a current one for
+    every lesson (the README's site build, which .ci/run does first: what a student sees), else fast-mode runs
+    made now, two at a time, through the same cache (tools/site.py; the fast-mode site reuses them)."""
     from tools import site
+    full = {lesson: site.cached_run(lesson, fast=False) for lesson in LESSONS}
+    if all(nb is not None for nb in full.values()):
+        return full
     return site.run_lessons(LESSONS, fast=True, jobs=2, log=lambda *_: None)
 
 

@@ -1,8 +1,22 @@
 """What some tests need from the machine, and the one rule for its absence: skip with the reason, except in
 CI (COURSE_CI=1), which installs everything and must run every test."""
 import os
+from pathlib import Path
 
 import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+COLAB_ENV = Path(os.environ.get("COLAB_ENV", REPO / "build" / "colab-env"))
+
+
+def why_no_colab_env():
+    """None when the Colab stand-in (tests/colab_env/build.sh) is built for the current requirements, else why."""
+    stamp, requirements = COLAB_ENV / ".complete", REPO / "tests" / "colab_env" / "requirements.txt"
+    if not (COLAB_ENV / "bin" / "python").exists():
+        return f"the Colab stand-in environment {COLAB_ENV} is not built: run tests/colab_env/build.sh"
+    if not stamp.exists() or stamp.read_text() != requirements.read_text():
+        return f"{COLAB_ENV} is incomplete or older than tests/colab_env/requirements.txt: run tests/colab_env/build.sh"
+    return None
 
 
 def why_no_full_sandbox():

@@ -2,7 +2,7 @@
 
 Meant for the Colab stand-in built by tests/colab_env/build.sh (ipywidgets 7.7.1):
 
-    build/colab-env/bin/python tests/colab_env/check.py [LESSON ...] [--expect-ipywidgets 7.7.1]
+    build/colab-env/bin/python tests/colab_env/check.py [LESSON ...] [--expect-ipywidgets 7.7.1] [--simulated-gpu]
 
 For each lesson (default: every solutions/*.ipynb) it executes the notebook in
 fast mode with a kernel running *this* Python, then, inside that same kernel,
@@ -121,10 +121,12 @@ def kernel_for_this_python(tmp):
     return "course-check"
 
 
-def check(lesson, kernel, expect_ipywidgets=None, timeout=120):
+def check(lesson, kernel, expect_ipywidgets=None, simulated_gpu=False, timeout=120):
     nb = nbformat.read(str(SOLUTIONS / f"{lesson}.ipynb"), as_version=4)
     nb.cells.append(nbformat.v4.new_code_cell(PROBE))
     os.environ["COURSE_FAST"] = "1"
+    if simulated_gpu:  # Colab's GPU runtime: course_utils/device_sim.py, inherited by the kernel
+        os.environ["COURSE_DEVICE"] = "sim"
     os.environ["MPLBACKEND"] = "module://matplotlib_inline.backend_inline"
     started = time.time()
     for attempt in (1, 2):
@@ -175,16 +177,19 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("lessons", nargs="*")
     parser.add_argument("--expect-ipywidgets", default=None, help="fail unless the kernel runs this ipywidgets version")
+    parser.add_argument("--simulated-gpu", action="store_true",
+                        help="run as on Colab's GPU runtime: COURSE_DEVICE=sim (course_utils/device_sim.py)")
     args = parser.parse_args(argv)
     lessons = args.lessons or sorted(p.stem for p in SOLUTIONS.glob("[0-9][0-9]_*.ipynb"))
     failed = 0
     with tempfile.TemporaryDirectory() as tmp:
         kernel = kernel_for_this_python(tmp)
         for lesson in lessons:
-            elapsed, problems, report = check(lesson, kernel, args.expect_ipywidgets)
+            elapsed, problems, report = check(lesson, kernel, args.expect_ipywidgets, args.simulated_gpu)
             explorers = ", ".join(f"{e['name']} <- {e['changed_by']}" for e in report.get("explorers", []))
             status = "FAIL" if problems else "ok"
-            print(f"{status} {lesson} ({elapsed:.0f} s, ipywidgets {report.get('ipywidgets')}): "
+            device = ", simulated GPU" if args.simulated_gpu else ""
+            print(f"{status} {lesson} ({elapsed:.0f} s, ipywidgets {report.get('ipywidgets')}{device}): "
                   f"explorers: {explorers or 'none'}")
             for problem in problems:
                 print(f"    {problem}")

@@ -1,8 +1,9 @@
-"""Every solution notebook runs cleanly in fast mode, and the measured experiments leave their curves.
+"""Every solution notebook runs cleanly, in full and in fast mode, and the measured experiments leave their curves.
 
-The runs are the `solution_runs` fixture (the website's fast-mode runs, tools/site.py, which the
-fast-mode site then reuses); the curves are printed by the `complete` submission of the graded class
-(tests/graded_class.py). The unstarted copies are checked where they are graded (tests/lessons/test_grading.py).
+The plain runs are the `solution_runs` fixture (tests/graded_class.py: the website's full-mode runs when the
+site is built, as in CI, else fast-mode runs); the grader runs every `complete` submission of the graded class
+in fast mode, so fast mode is checked there whichever runs the fixture holds, and the curves are printed by
+those runs too. The unstarted copies are checked where they are graded (tests/lessons/test_grading.py).
 """
 import pytest
 
@@ -11,13 +12,19 @@ from tests.nbtools import LESSONS, errors, is_test, read_json_variable, stderr_t
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_the_solution_runs_without_errors_in_fast_mode(solution_runs, lesson):
+def test_the_solution_runs_without_errors(solution_runs, lesson):
     nb = solution_runs[lesson]
     assert errors(nb) == [], f"{lesson}: errors in the solution notebook: {errors(nb)}"
     for cell in nb.cells:
         if is_test(cell):
             assert stderr_text(cell) == "", (f"{lesson}: a test cell wrote to stderr (noise a student would take "
                                              f"for a problem): {stderr_text(cell)[:500]}")
+
+
+@pytest.mark.parametrize("lesson", LESSONS)
+def test_the_solution_runs_without_errors_in_fast_mode_when_graded(graded_class, lesson):
+    nb = graded_class.autograded(lesson, "complete")
+    assert errors(nb) == [], f"{lesson}: errors when the complete submission was graded (fast mode): {errors(nb)}"
 
 
 @pytest.mark.parametrize("lesson", [lesson for lesson in LESSONS if lesson[:2] in CURVES])

@@ -1,10 +1,15 @@
-"""Colab's widget stack: every solution notebook runs, and every explorer responds, under ipywidgets 7.7.1.
+"""Colab's widget stack on a GPU runtime: every solution notebook runs, and every explorer responds, under
+ipywidgets 7.7.1 and the simulated GPU.
 
 Uses the virtual environment built by tests/colab_env/build.sh (default
 build/colab-env, or $COLAB_ENV): ipywidgets 7.7.1 with widgetsnbextension 3.x,
 matplotlib 3.10, numpy 2.1, Colab's ipykernel/IPython, and course_utils
-installed with --no-deps. Skipped when that environment has not been built,
-except under COURSE_CI=1 (.ci/run builds it first), where that fails.
+installed with --no-deps. Self-learners often pick Colab's GPU runtime, so the
+notebooks run under COURSE_DEVICE=sim (course_utils/device_sim.py): these runs
+are also tests/lessons/test_device.py's "every lesson on a GPU" check, which runs
+the lessons itself only when this environment is missing (one run, both checks).
+Skipped when that environment has not been built, except under COURSE_CI=1
+(.ci/run builds it first), where that fails.
 """
 import os
 import subprocess
@@ -13,22 +18,11 @@ from pathlib import Path
 import pytest
 
 from tests.nbtools import LESSONS, REPO
+from tests.prerequisites import COLAB_ENV, why_no_colab_env
 
-VENV = Path(os.environ.get("COLAB_ENV", REPO / "build" / "colab-env"))
-PYTHON = VENV / "bin" / "python"
-REQUIREMENTS = REPO / "tests" / "colab_env" / "requirements.txt"
+PYTHON = COLAB_ENV / "bin" / "python"
 
-
-def _not_ready():
-    if not PYTHON.exists():
-        return f"the Colab stand-in environment {VENV} is not built: run tests/colab_env/build.sh"
-    stamp = VENV / ".complete"
-    if not stamp.exists() or stamp.read_text() != REQUIREMENTS.read_text():
-        return f"{VENV} is incomplete or older than tests/colab_env/requirements.txt: run tests/colab_env/build.sh"
-    return None
-
-
-_reason = _not_ready()
+_reason = why_no_colab_env()
 if _reason and os.environ.get("COURSE_CI") == "1":
     raise RuntimeError(f"COURSE_CI=1: {_reason}")
 pytestmark = pytest.mark.skipif(bool(_reason), reason=f"ipywidgets 7.7.1 tests skipped: {_reason}")
@@ -60,7 +54,8 @@ def test_every_explorer_module_imports_under_ipywidgets_7():
 
 def _check(lesson):
     env = {**os.environ, "OMP_NUM_THREADS": "1"}  # two at a time on the cores: one thread each
-    return subprocess.run([str(PYTHON), "tests/colab_env/check.py", lesson, "--expect-ipywidgets", "7.7.1"],
+    return subprocess.run([str(PYTHON), "tests/colab_env/check.py", lesson, "--expect-ipywidgets", "7.7.1",
+                           "--simulated-gpu"],
                           capture_output=True, text=True, cwd=str(REPO), timeout=1200, env=env)
 
 
@@ -73,6 +68,7 @@ def checks():
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
-def test_solution_notebook_runs_and_explorers_respond_under_ipywidgets_7(checks, lesson):
+def test_solution_notebook_runs_and_explorers_respond_under_ipywidgets_7_on_a_simulated_gpu(checks, lesson):
     done = checks[lesson]
-    assert done.returncode == 0, f"{lesson} under ipywidgets 7.7.1:\n{done.stdout}\n{done.stderr[-3000:]}"
+    assert done.returncode == 0, (f"{lesson} under ipywidgets 7.7.1 on a simulated GPU (COURSE_DEVICE=sim):\n"
+                                  f"{done.stdout}\n{done.stderr[-3000:]}")
