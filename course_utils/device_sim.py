@@ -222,17 +222,18 @@ def is_simulating():
 def simulated_gpu():
     """Run a block as if on a GPU: see the module's docstring."""
     mode = _Placement()
-    real_generator = torch.Generator
+    # held here: a simulation left on by install() ends at interpreter exit, when module globals are None
+    active, torch_module, real_generator = _active, torch, torch.Generator
     torch.Generator = SimulatedGenerator
-    _active.append(mode)
+    active.append(mode)
     try:
         with mode, warnings.catch_warnings():
             # nn.GRU sees tensors "on CUDA" and notes that this CPU build has no cuDNN
             warnings.filterwarnings("ignore", message="PyTorch was compiled without cuDNN")
             yield SIMULATED
     finally:
-        _active.remove(mode)
-        torch.Generator = real_generator
+        active.remove(mode)
+        torch_module.Generator = real_generator
 
 
 def install():
