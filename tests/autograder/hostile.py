@@ -55,7 +55,8 @@ def _scope_names(nodes):
             elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 binds.add(node.name)
                 inner = node.body + [ast.Expr(e) for e in node.decorator_list + getattr(node, "bases", [])]
-                params = {a.arg for a in ast.walk(node.args) if isinstance(a, ast.arg)} if hasattr(node, "args") else set()
+                arguments = getattr(node, "args", None)   # a class has none
+                params = {a.arg for a in ast.walk(arguments) if isinstance(a, ast.arg)} if arguments else set()
                 reads |= _scope_names(inner)[1] - params
             elif isinstance(node, (ast.Import, ast.ImportFrom)):
                 binds.update((a.asname or a.name).split(".")[0] for a in node.names)
@@ -95,27 +96,23 @@ def _names(source):
 
 
 def without_demonstrations(nb, lesson):
-    """nb without the ordinary code cells that no later cell needs.
+    """A copy of nb without the ordinary code cells that no later cell needs.
 
     A cell is kept if it binds a name that a later kept cell reads, or reads one (other than an imported
-    module or a builtin) that a later kept cell reads, where a graded test cell reads what the lesson's full test (hidden part included)
-    reads. Reading counts because a demonstration may change an object in place (model.train())."""
+    module or a builtin) that a later kept cell reads: a demonstration may change an object in place
+    (model.train()). A graded test cell reads what the lesson's full test, hidden part included, reads."""
     full_tests = {grade_id(c): c.source for c in load(SOLUTIONS / f"{lesson}.ipynb").cells if grade_id(c)}
-    analysed = [(cell, _names(full_tests.get(grade_id(cell), cell.source)) if cell.cell_type == "code" else None)
-                for cell in nb.cells]
-    imported = set(vars(builtins)).union(*(names[2] for _, names in analysed if names))
-    needed, kept = set(), []
-    for cell, names in reversed(analysed):
-        if names is not None and "nbgrader" not in cell.metadata:
-            binds, reads, _ = names
-            if not (binds & needed or (reads - imported) & needed):
-                continue
-        if names is not None:
+    analysed = [_names(full_tests.get(grade_id(c), c.source)) if c.cell_type == "code" else None for c in nb.cells]
+    imported = set(vars(builtins)).union(*(names[2] for names in analysed if names))
+    needed, keep = set(), []
+    for cell, names in zip(reversed(nb.cells), reversed(analysed)):
+        ordinary_code = names is not None and "nbgrader" not in cell.metadata
+        keep.append(not ordinary_code or bool(names[0] & needed or (names[1] - imported) & needed))
+        if names is not None and keep[-1]:
             needed |= names[1]
-        kept.append(cell)
-    nb = nbformat.reads(nbformat.writes(nb), as_version=4)
-    nb.cells = [nbformat.from_dict(json.loads(json.dumps(c))) for c in reversed(kept)]
-    return nb
+    light = nbformat.from_dict(json.loads(json.dumps(nb)))
+    light.cells = [c for c, k in zip(light.cells, reversed(keep)) if k]
+    return light
 
 
 def build_class(course, lesson):

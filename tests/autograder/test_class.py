@@ -13,15 +13,16 @@ import re
 import shutil
 from pathlib import Path
 
+import nbformat
 import pytest
 
 from autograder import cells
 from autograder.grading import Limits, grade
 from tests.autograder import tiny
 from tests.autograder.hostile import (FEEDBACK_FOR, KERNEL_PATCHES, QUICKEST, TEST_LESSONS, last_function_answer,
-                                      graded_test_ids)
+                                      graded_test_ids, without_demonstrations)
 from tests.prerequisites import require, why_no_full_sandbox
-from tests.nbtools import fill_solutions, grade_id, load, submit
+from tests.nbtools import SOLUTIONS, fill_solutions, grade_id, load, submit
 
 @pytest.fixture(scope="module", params=TEST_LESSONS)
 def graded(request, graded_class):
@@ -361,3 +362,26 @@ def test_ctrl_c_stops_workers_and_kernels_keeps_finished_grades_and_a_rerun_resu
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
         assert all(gb.find_submission(lesson, s).score == gb.find_submission(lesson, s).max_score
                    for s in ("first", "second", "third"))
+
+
+def test_the_class_hands_in_the_lesson_without_only_its_demonstrations():
+    """hostile.without_demonstrations drops the cells no later cell needs (timings, training runs, plots,
+    explorers) and keeps every graded cell and every cell a kept one reads from, or may change in place."""
+    lesson = QUICKEST
+    nb = load(SOLUTIONS / f"{lesson}.ipynb")
+    light = without_demonstrations(nb, lesson)
+    kept = [c.source for c in light.cells]
+    dropped = [c.source for c in nb.cells if c.source not in kept]
+    assert [c for c in nb.cells if "nbgrader" in c.metadata] == [c for c in light.cells if "nbgrader" in c.metadata]
+    assert any("import torch" in source for source in kept)                  # the imports every cell needs
+    assert any("def train_lookup" in source for source in dropped)          # a training run
+    assert any("attention_explorer" in source for source in dropped)        # an explorer
+    assert all(c.cell_type == "markdown" or c.source.strip() for c in light.cells)
+    # a cell that changes (or may change: reads) an object a kept cell reads stays; one that touches none goes
+    cells = [nbformat.v4.new_code_cell(s) for s in ("import numpy as np\nw = np.zeros(3)", "w[0] = 1.0",
+                                                     "shown = np.ones(2)\nprint(shown)", "total = w.sum()")]
+    test = nbformat.v4.new_code_cell("assert total == 1.0")
+    test.metadata["nbgrader"] = {"grade": True, "grade_id": "not_in_the_lesson", "points": 1}
+    toy = nbformat.v4.new_notebook(cells=cells + [test])
+    assert [c.source for c in without_demonstrations(toy, lesson).cells] == [
+        "import numpy as np\nw = np.zeros(3)", "w[0] = 1.0", "total = w.sum()", "assert total == 1.0"]
