@@ -5,7 +5,8 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from tests.nbtools import REPO
+
 COLAB_ENV = Path(os.environ.get("COLAB_ENV", REPO / "build" / "colab-env"))
 
 
