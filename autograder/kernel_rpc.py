@@ -268,25 +268,67 @@ def _forbidding(names):
 @contextlib.contextmanager
 def _measuring(meters):
     """What the call does, measured as the test asked: "memory", the tensors it allocates (as
-    course_utils.memory.TensorMemory counts them); "work", its Triton kernels' loads, stores and tile products (as
-    course_utils.kernels.count_work counts them). Yields {meter: measurement}."""
+    course_utils.memory.TensorMemory counts them, and as allocations.AllocatedMemory counts them one level lower,
+    where TorchScript and autograd's own operators are seen too: the larger figures count); "work", its Triton
+    kernels' loads, stores and tile products (as course_utils.kernels.count_work counts them). Yields
+    {meter: measurement}. In a grading kernel a memory measurement also notes work its meters (this thread's
+    torch modes) cannot see: "unseen", a list of "thread" and "process"."""
     meters = meters if type(meters) is tuple else ()
     with contextlib.ExitStack() as stack:
         taken = {}
         if "memory" in meters:
+            from course_utils.allocations import AllocatedMemory
             from course_utils.memory import TensorMemory
-            taken["memory"] = stack.enter_context(TensorMemory())
+            if _LENDING["in_kernel"]:
+                taken["unseen"] = stack.enter_context(_work_elsewhere())
+            taken["memory"] = (stack.enter_context(TensorMemory()), stack.enter_context(AllocatedMemory()))
         if "work" in meters:
             from course_utils.kernels import count_work
             taken["work"] = stack.enter_context(count_work(own=True))
         yield taken
 
 
+_CALL_MARK = "autograder::measured_call"
+
+
+@contextlib.contextmanager
+def _work_elsewhere():
+    """Yields a list that gets, as the block ends, "thread" if a torch operator ran on a thread other than this
+    one while it ran (PyTorch's profiler, watching every thread; with CUDA, autograd's own device threads
+    excepted) and "process" if a process was started or a child of this one was running."""
+    import torch
+    from torch._C._profiler import _ExperimentalConfig
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    import course_utils.checks as checks
+    unseen = []
+    watch_all = _ExperimentalConfig(profile_all_threads=True)
+    with checks.processes_started() as started, \
+            profile(activities=[ProfilerActivity.CPU], experimental_config=watch_all) as profiler:
+        with record_function(_CALL_MARK):
+            yield unseen
+    if started:
+        unseen.append("process")
+    by_thread = {}
+    for e in profiler.profiler.kineto_results.events():
+        by_thread.setdefault(e.start_thread_id(), []).append((e.start_ns(), e.name()))
+    calling = {tid for tid, names in by_thread.items() if any(name == _CALL_MARK for _, name in names)}
+    for tid, events in by_thread.items():
+        first = min(events)[1]
+        if tid in calling or (torch.cuda.is_initialized() and first.startswith("autograd::engine::")):
+            continue
+        unseen.append("thread")
+        break
+
+
 def _measurements(taken):
-    """The answer's figures from _measuring's measurements: plain ints only."""
+    """The answer's figures from _measuring's measurements: plain ints and allow-listed words only."""
     figures = {}
     if "memory" in taken:
-        figures["memory"] = [int(taken["memory"].peak_bytes), int(taken["memory"].largest_bytes)]
+        figures["memory"] = [max(int(meter.peak_bytes) for meter in taken["memory"]),
+                             max(int(meter.largest_bytes) for meter in taken["memory"])]
+    if "unseen" in taken:
+        figures["unseen"] = sorted({word for word in taken["unseen"] if word in ("thread", "process")})
     if "work" in taken:
         import dataclasses
         figures["work"] = {name: int(value) for name, value in dataclasses.asdict(taken["work"]).items()}

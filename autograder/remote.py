@@ -268,6 +268,12 @@ class Session:
         self._next_id = 0
         self._conversations = []  # converse functions of the kernel's questions under way, innermost last
         self._grader_failure = None
+        self.notes = []  # what a reviewer should see about the answers (work a measurement could not see)
+
+    def take_notes(self):
+        """The notes made since the last call, for the caller to flag (worker.event "integrity")."""
+        notes, self.notes = self.notes, []
+        return notes
 
     def ask(self, op, target, args, kwargs, label):
         if self._conversations:  # a lent object uses the student's objects while the kernel waits for it
@@ -419,6 +425,11 @@ class Session:
             raise error(f"{name} raised {kind}{hint}; run this test cell in your notebook to see the details")
         value = _decode(answer.get("value"), self, label)
         _absorb(answer, meters)
+        unseen = answer.get("unseen")
+        if meters["memory"] and type(unseen) is list and unseen:
+            where = " and ".join(sorted({w for w in unseen if w in ("thread", "process")})) or "place"
+            self.notes.append(f"{label[:80]} did work in another {where} while its memory was measured (the count "
+                              "covers the calling thread only): check its memory test by hand")
         changed = answer.get("changed") or []
         if in_place and type(changed) is dict:  # the test replays the student's pieces: mirror their changes
             for key, new in changed.items():

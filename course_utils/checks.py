@@ -330,8 +330,10 @@ def forbidden_in_every_thread(*dotted_names, reason="this exercise asks you to b
 
 
 # a forbidden operator in another process is out of the dispatcher's reach: while a test forbids one, no process
-# may start (an audit hook, which Python never removes) and none may be running already (/proc)
+# may start (an audit hook, which Python never removes) and none may be running already (/proc); while the grader
+# measures a call, the same hook notes every process started (processes_started)
 _NO_NEW_PROCESSES = []
+_PROCESS_LOGS = []
 _PROCESS_EVENTS = {"subprocess.Popen", "os.system", "os.posix_spawn", "os.fork", "os.forkpty", "os.exec",
                    "os.spawn", "os.startfile", "pty.spawn"}
 _PROCESS_GUARD = []
@@ -341,12 +343,29 @@ def _install_process_guard():
     if _PROCESS_GUARD:
         return
 
-    def refuse_a_new_process(event, args):
-        if _NO_NEW_PROCESSES and event in _PROCESS_EVENTS:
+    def on_a_new_process(event, args):
+        if event not in _PROCESS_EVENTS:
+            return
+        for log in _PROCESS_LOGS:
+            log.append(event)
+        if _NO_NEW_PROCESSES:
             raise _refuse(_NO_NEW_PROCESSES[-1], f"no process may start while a test forbids an operator ({event})")
 
-    sys.addaudithook(refuse_a_new_process)
-    _PROCESS_GUARD.append(refuse_a_new_process)
+    sys.addaudithook(on_a_new_process)
+    _PROCESS_GUARD.append(on_a_new_process)
+
+
+@contextlib.contextmanager
+def processes_started():
+    """Yields a list that gets the audit event of each process this process starts while the block runs
+    ("subprocess.Popen", "os.fork", ...), and, as the block begins, "running" if a child is alive already."""
+    _install_process_guard()
+    log = ["running"] if _child_processes() else []
+    _PROCESS_LOGS.append(log)
+    try:
+        yield log
+    finally:
+        _PROCESS_LOGS.remove(log)
 
 
 def _child_processes():

@@ -66,6 +66,8 @@ class GradingExecute(SlicedWaits, Execute):
                   "withheld, review it")
         if isinstance(error, TimeoutError):
             event("timeout", f"cell {index} timed out: the student's code ran past the cell's limit during its test")
+        for note in self._runner.session.take_notes():
+            event("integrity", f"{note} (test cell {cells.grade_id(cell)})")
         cell.outputs = verdicts.outputs_for(stdout, error)
         cell.execution_count = None
         return cell

@@ -309,6 +309,60 @@ def test_memory_made_by_the_students_code_in_the_kernel_is_measured_for_the_test
     assert "row_sums made a tensor of" in str(results["test_memory"]), results["test_memory"]
 
 
+# full-size work hidden from the memory count, which watches torch calls in the calling thread: each either fails
+# the memory test or is noted for review ("another thread", "another process")
+_FULL_ROW_SUMS = "lambda x: (x.unsqueeze(-1) * torch.ones(x.shape[-1])).sum(-1).sum(-1) / x.shape[-1]"
+MEMORY_EVASIONS = {
+    "a thread pool": ("from concurrent.futures import ThreadPoolExecutor\n_pool = ThreadPoolExecutor(1)\n"
+                      f"def row_sums(x):\n    return _pool.submit({_FULL_ROW_SUMS}, x).result()\n", "thread"),
+    "a thread reached without importing threading": (
+        "import sys\n_t = sys.modules['thr' + 'eading']\n"
+        f"def row_sums(x):\n    out = []\n    t = getattr(_t, 'Th' + 'read')(target=lambda: out.append(({_FULL_ROW_SUMS})(x)))\n"
+        "    t.start()\n    t.join()\n    return out[0]\n", "thread"),
+    "a thread started before the test and fed by a queue": (
+        "import queue, sys\n_jobs, _done = queue.Queue(), queue.Queue()\n"
+        f"_work = {_FULL_ROW_SUMS}\n"
+        "def _serve():\n    while True:\n        _done.put(_work(_jobs.get()))\n"
+        "sys.modules['thr' + 'eading'].Thread(target=_serve, daemon=True).start()\n"
+        "def row_sums(x):\n    _jobs.put(x)\n    return _done.get()\n", "thread"),
+    "a process pool started before the test": (
+        f"import multiprocessing\n_work = {_FULL_ROW_SUMS}\n"
+        "def _full(x):\n    torch.set_num_threads(1)  # (a forked child cannot use the parent's OpenMP threads)\n"
+        "    return _work(x)\n"
+        "_pool = multiprocessing.get_context('fork').Pool(1)\n"
+        "def row_sums(x):\n    return _pool.apply(_full, (x,))\n", "process"),
+    "TorchScript, whose operators no torch function sees": (
+        "_cu = torch.jit.CompilationUnit('def full(x):\\n    return (x.unsqueeze(-1) * torch.ones(x.shape[-1])).sum(-1).sum(-1) / x.shape[-1]\\n')\n"
+        "def row_sums(x):\n    return _cu.full(x)\n", None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MEMORY_EVASIONS))
+def test_memory_hidden_from_the_count_fails_the_test_or_is_flagged(kernel, name):
+    code, where = MEMORY_EVASIONS[name]
+    km, kc = kernel
+    run_in_kernel(kc, SETUP)
+    assert run_in_kernel(kc, HONEST + "\n" + code) == "ok"
+    session = _session(kernel)
+    runner = verdicts.LessonTests(lesson()).runner(session)
+    error = runner.run("test_memory")[1]
+    notes = session.take_notes()
+    if where is None:
+        assert "row_sums made a tensor of" in str(error), error
+    else:
+        assert any(f"another {where}" in note and "row_sums" in note for note in notes), (error, notes)
+
+
+def test_an_honest_measured_answer_is_not_flagged(kernel):
+    km, kc = kernel
+    run_in_kernel(kc, SETUP)
+    run_in_kernel(kc, HONEST)
+    session = _session(kernel)
+    runner = verdicts.LessonTests(lesson()).runner(session)
+    assert runner.run("test_memory")[1] is None
+    assert session.take_notes() == []
+
+
 def test_malformed_answers_are_the_graders_problem_not_data():
     session = verdicts.Session(lambda payload, answer_callback: json.dumps({"ok": True, "value": {"t": "tensor", "dtype": "object",
                                                                                   "shape": [1], "b64": ""}}))
