@@ -4,7 +4,8 @@ Verdicts are decided on the grader's side (verdicts.py): a patch in the kernel c
 comparison. Two things the grader does still take from the kernel's own code, inside each
 request: `cu.forbid` (course_utils.checks: torch function and dispatch modes that refuse the
 operators an exercise asks students to build) and the memory a call allocated
-(course_utils.memory's ledger). A kernel that rewrites them could use a forbidden operator or
+(course_utils.memory's and course_utils.allocations' ledgers, and the profiler that watches the
+other threads meanwhile: kernel_rpc._measuring). A kernel that rewrites them could use a forbidden operator or
 hide an allocation and still pass. This check is how the grader sees such a rewrite: it flags
 it for review (`integrity: ...`), the points stay as the tests gave them.
 
@@ -77,11 +78,16 @@ WATCHED = [f"builtins.{name}" for name in BUILTINS] + [
     # forbid's refusals in every thread (course_utils.checks.forbidden_in_every_thread): PyTorch's dispatcher
     "torch.library.Library.__init__", "torch.library.Library.impl", "torch.library.Library._destroy",
     "torch._C._dispatch_get_all_op_names", "torch._C._dispatch_has_kernel_for_dispatch_key",
+    # a memory measurement's watch on every thread (kernel_rpc._work_elsewhere): PyTorch's profiler
+    "torch.profiler.profile.__enter__", "torch.profiler.profile.__exit__", "torch.profiler.profile.start",
+    "torch.profiler.profile.stop", "torch.autograd.profiler.record_function.__enter__",
+    "torch.autograd.profiler.record_function.__exit__", "torch._C._profiler._ExperimentalConfig",
+    "torch.autograd.profiler.profile._parse_kineto_results", "sys.addaudithook",
     "ipykernel.zmqshell.ZMQInteractiveShell._showtraceback", "ipykernel.ipkernel.IPythonKernel.do_execute",
     "ipykernel.kernelbase.Kernel.execute_request", "IPython.core.compilerop.CachingCompiler.__call__",
     "IPython.core.compilerop.CachingCompiler.ast_parse"]
 IMPORTS = ["numpy", "numpy.testing", "numpy.linalg", "torch", "torch.testing", "torch.nn", "torch.nn.functional",
-           "torch.overrides", "torch.utils._python_dispatch", "torch.library", "math", "course_utils", "course_utils.memory", "IPython.core.interactiveshell", "IPython.core.compilerop", "ipykernel.zmqshell",
+           "torch.overrides", "torch.utils._python_dispatch", "torch.library", "math", "course_utils", "course_utils.memory", "course_utils.allocations", "torch.profiler", "IPython.core.interactiveshell", "IPython.core.compilerop", "ipykernel.zmqshell",
            "ipykernel.ipkernel"]
 MAX_ANSWER_CHARS = 8 * 2**20  # the check's answer is a few hundred kilobytes
 WATCHED_PACKAGE = "course_utils"  # every function and class it defines is watched
