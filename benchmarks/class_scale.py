@@ -1,8 +1,11 @@
 """A class at scale: grade N submissions of one lesson and watch time and memory stay flat.
 
     python benchmarks/class_scale.py 03 --students 300 --jobs 2
+    python benchmarks/class_scale.py 04 --students 300 --jobs 2 --light
 
-Every student submits the lesson filled in with its solution. Grading runs as
+Every student submits the lesson filled in with its solution (with --light, without the
+demonstration cells no graded cell needs, as a student may hand it in: every test cell is graded
+as before in about half the time per submission; tests/autograder/hostile.without_demonstrations). Grading runs as
 `python -m autograder grade --jobs N` does (fast mode, sandboxed where bubblewrap is present).
 It prints, for each tenth of the class in the order the submissions finished, the wall seconds
 per submission, and the parent's peak resident memory (ru_maxrss) after each tenth: both should
@@ -31,12 +34,16 @@ def main():
     parser.add_argument("lesson", help="lesson number, e.g. 03")
     parser.add_argument("--students", type=int, default=300)
     parser.add_argument("--jobs", type=int, default=2)
+    parser.add_argument("--light", action="store_true", help="hand the lesson in without its demonstrations")
     args = parser.parse_args()
     lesson = next(name for name in LESSONS if name.startswith(args.lesson))
     root = Path(tempfile.mkdtemp(prefix="class-scale-")) / "course"
     try:
         release(root, [lesson], notebooks=None, log=lambda *_: None)
         perfect = fill_solutions(load(root / "release" / lesson / f"{lesson}.ipynb"), load(SOLUTIONS / f"{lesson}.ipynb"))
+        if args.light:
+            from tests.autograder.hostile import without_demonstrations
+            perfect = without_demonstrations(perfect, lesson)
         for i in range(args.students):
             folder = root / "submitted" / f"student{i:04d}" / lesson
             folder.mkdir(parents=True)
@@ -51,7 +58,7 @@ def main():
         results = grade(root, [lesson], jobs=args.jobs, limits=Limits(), log=log)
         total = time.monotonic() - start
         graded = sum(r.status == "graded" and r.score == r.max_score for r in results)
-        print(f"{lesson}: {len(results)} submissions with --jobs {args.jobs} in {total:.0f} s "
+        print(f"{lesson}{' (light)' if args.light else ''}: {len(results)} submissions with --jobs {args.jobs} in {total:.0f} s "
               f"({total / max(1, len(results)):.2f} s each); {graded} with full marks")
         print("tenth  submissions  s/submission  parent peak RSS (MiB)")
         tenth = max(1, len(finished) // 10)
