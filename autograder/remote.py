@@ -427,9 +427,9 @@ class Session:
         _absorb(answer, meters)
         unseen = answer.get("unseen")
         if meters["memory"] and type(unseen) is list and unseen:
-            where = " and ".join(sorted({w for w in unseen if w in ("thread", "process")})) or "place"
-            self.notes.append(f"{label[:80]} did work in another {where} while its memory was measured (the count "
-                              "covers the calling thread only): check its memory test by hand")
+            what = "; ".join(kernel_rpc.UNSEEN[w] for w in sorted({w for w in unseen if w in kernel_rpc.UNSEEN}))
+            self.notes.append(f"while its memory was measured, {label[:80]} {what or 'did unseen work'} (the count "
+                              "covers torch calls in the calling thread): check its memory test by hand")
         changed = answer.get("changed") or []
         if in_place and type(changed) is dict:  # the test replays the student's pieces: mirror their changes
             for key, new in changed.items():

@@ -331,6 +331,13 @@ MEMORY_EVASIONS = {
         "    return _work(x)\n"
         "_pool = multiprocessing.get_context('fork').Pool(1)\n"
         "def row_sums(x):\n    return _pool.apply(_full, (x,))\n", "process"),
+    "numpy, where no tensor count sees the work": (
+        f"def row_sums(x):\n    a = x.numpy()\n    return torch.from_numpy((a[..., None] * np.ones(a.shape[-1])).sum(-1).sum(-1) "
+        "/ a.shape[-1]).float()\n", "numpy"),
+    "Python lists": (
+        "def row_sums(x):\n    rows = x.tolist()\n    return torch.tensor([sum(v for v in r) for r in rows])\n", "numpy"),
+    "the watch switched off": (
+        "import sys\ndef row_sums(x):\n    sys.setprofile(None)\n    return x.sum(-1)\n", "unwatched"),
     "TorchScript, whose operators no torch function sees": (
         "_cu = torch.jit.CompilationUnit('def full(x):\\n    return (x.unsqueeze(-1) * torch.ones(x.shape[-1])).sum(-1).sum(-1) / x.shape[-1]\\n')\n"
         "def row_sums(x):\n    return _cu.full(x)\n", None),
@@ -350,7 +357,8 @@ def test_memory_hidden_from_the_count_fails_the_test_or_is_flagged(kernel, name)
     if where is None:
         assert "row_sums made a tensor of" in str(error), error
     else:
-        assert any(f"another {where}" in note and "row_sums" in note for note in notes), (error, notes)
+        from autograder.kernel_rpc import UNSEEN
+        assert any(UNSEEN[where] in note and "row_sums" in note for note in notes), (error, notes)
 
 
 def test_an_honest_measured_answer_is_not_flagged(kernel):
