@@ -82,7 +82,8 @@ WATCHED = [f"builtins.{name}" for name in BUILTINS] + [
     "torch.profiler.profile.__enter__", "torch.profiler.profile.__exit__", "torch.profiler.profile.start",
     "torch.profiler.profile.stop", "torch.autograd.profiler.record_function.__enter__",
     "torch.autograd.profiler.record_function.__exit__", "torch._C._profiler._ExperimentalConfig",
-    "torch.autograd.profiler.profile._parse_kineto_results", "sys.addaudithook",
+    "torch.autograd.profiler.profile._parse_kineto_results", "sys.addaudithook", "sys.setprofile", "sys.getprofile",
+    "threading.setprofile", "torch.Tensor.numel",
     "ipykernel.zmqshell.ZMQInteractiveShell._showtraceback", "ipykernel.ipkernel.IPythonKernel.do_execute",
     "ipykernel.kernelbase.Kernel.execute_request", "IPython.core.compilerop.CachingCompiler.__call__",
     "IPython.core.compilerop.CachingCompiler.ast_parse"]

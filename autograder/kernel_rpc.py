@@ -330,7 +330,7 @@ def _work_elsewhere():
             bridged.append(name)
 
     watch_all = _ExperimentalConfig(profile_all_threads=True)
-    before = sys.getprofile()
+    before, before_threads = sys.getprofile(), threading.getprofile()
     with checks.processes_started() as started, \
             profile(activities=[ProfilerActivity.CPU], experimental_config=watch_all) as profiler:
         threading.setprofile(watch)
@@ -341,7 +341,7 @@ def _work_elsewhere():
         finally:
             watched = sys.getprofile() is watch
             sys.setprofile(before)
-            threading.setprofile(None)
+            threading.setprofile(before_threads)
     unseen += ["process"] * bool(started) + ["numpy"] * bool(bridged) + ["unwatched"] * (not watched)
     by_thread = {}
     for e in profiler.profiler.kineto_results.events():
