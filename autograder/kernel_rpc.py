@@ -305,7 +305,7 @@ def _work_elsewhere():
     meters' sight (they watch torch calls in this thread): torch operators on another thread (PyTorch's profiler,
     watching every thread; with CUDA, autograd's own device threads excepted), a process started or running
     (an audit hook), a tensor of at least _BRIDGE_MIN elements taken to numpy or a list (a profile hook on this
-    thread and on threads started meanwhile)."""
+    thread and on threads started meanwhile; on Python 3.12 and later on every running thread too)."""
     import threading
 
     import torch
@@ -333,13 +333,18 @@ def _work_elsewhere():
     before, before_threads = sys.getprofile(), threading.getprofile()
     with checks.processes_started() as started, \
             profile(activities=[ProfilerActivity.CPU], experimental_config=watch_all) as profiler:
+        every_thread = getattr(threading, "setprofile_all_threads", None)  # Python 3.12: running threads too
         threading.setprofile(watch)
         sys.setprofile(watch)
+        if every_thread:
+            every_thread(watch)
         try:
             with record_function(_CALL_MARK):
                 yield unseen
         finally:
             watched = sys.getprofile() is watch
+            if every_thread:
+                every_thread(None)
             sys.setprofile(before)
             threading.setprofile(before_threads)
     unseen += ["process"] * bool(started) + ["numpy"] * bool(bridged) + ["unwatched"] * (not watched)

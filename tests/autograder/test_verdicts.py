@@ -361,6 +361,23 @@ def test_memory_hidden_from_the_count_fails_the_test_or_is_flagged(kernel, name)
         assert any(UNSEEN[where] in note and "row_sums" in note for note in notes), (error, notes)
 
 
+@pytest.mark.skipif(__import__("sys").version_info < (3, 12),
+                    reason="the profile hook reaches threads already running from Python 3.12 (setprofile_all_threads)")
+def test_numpy_work_in_a_thread_started_before_the_test_is_flagged_on_python_3_12(kernel):
+    code = ("import queue, sys\n_jobs, _done = queue.Queue(), queue.Queue()\n"
+            "def _serve():\n    while True:\n        a = _jobs.get().numpy()\n"
+            "        _done.put((a[..., None] * np.ones(a.shape[-1])).sum(-1).sum(-1) / a.shape[-1])\n"
+            "sys.modules['thr' + 'eading'].Thread(target=_serve, daemon=True).start()\n"
+            "def row_sums(x):\n    _jobs.put(x)\n    return torch.from_numpy(_done.get()).float()\n")
+    km, kc = kernel
+    run_in_kernel(kc, SETUP)
+    assert run_in_kernel(kc, HONEST + "\n" + code) == "ok"
+    session = _session(kernel)
+    verdicts.LessonTests(lesson()).runner(session).run("test_memory")
+    from autograder.kernel_rpc import UNSEEN
+    assert any(UNSEEN["numpy"] in note for note in session.take_notes())
+
+
 def test_an_honest_measured_answer_is_not_flagged(kernel):
     km, kc = kernel
     run_in_kernel(kc, SETUP)
