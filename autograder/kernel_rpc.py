@@ -272,7 +272,7 @@ def _measuring(meters):
     where TorchScript and autograd's own operators are seen too: the larger figures count); "work", its Triton
     kernels' loads, stores and tile products (as course_utils.kernels.count_work counts them). Yields
     {meter: measurement}. In a grading kernel a memory measurement also notes work its meters (this thread's
-    torch modes) cannot see: "unseen", a list of "thread" and "process"."""
+    torch modes) cannot see: "unseen", a list of UNSEEN's words."""
     meters = meters if type(meters) is tuple else ()
     with contextlib.ExitStack() as stack:
         taken = {}
@@ -303,38 +303,20 @@ _BRIDGE_MIN = 1024  # elements: a test's inputs are larger, an index or a scalar
 def _work_elsewhere():
     """Yields a list that gets, as the block ends, the UNSEEN words of what the call did out of its memory
     meters' sight (they watch torch calls in this thread): torch operators on another thread (PyTorch's profiler,
-    watching every thread; with CUDA, autograd's own device threads excepted), a process started or running
-    (an audit hook), a tensor of at least _BRIDGE_MIN elements taken to numpy or a list (a profile hook on this
-    thread and on threads started meanwhile; on Python 3.12 and later on every running thread too)."""
+    watching every thread), a process started or running (an audit hook), a tensor taken to numpy or a list
+    (`_bridge_watch`, a profile hook), that hook switched off."""
     import threading
 
-    import torch
     from torch._C._profiler import _ExperimentalConfig
     from torch.profiler import ProfilerActivity, profile, record_function
 
     import course_utils.checks as checks
-    unseen, bridged = [], []
-    array_code = torch.Tensor.__array__.__code__
-    import os
-    own = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, checks)) + ("<autograder", "<kernel_rpc")
-
-    def watch(frame, event, arg):
-        if event == "c_call":
-            owner, name, caller = getattr(arg, "__self__", None), getattr(arg, "__name__", None), frame
-        elif event == "call" and frame.f_code is array_code:
-            owner, name, caller = frame.f_locals.get("self"), "__array__", frame.f_back
-        else:
-            return
-        if name in _BRIDGES and isinstance(owner, torch.Tensor) and owner.numel() >= _BRIDGE_MIN \
-                and not (caller and caller.f_code.co_filename.startswith(own)):  # the meters' and torch's own
-            bridged.append(name)
-
-    watch_all = _ExperimentalConfig(profile_all_threads=True)
+    unseen, (watch, bridged) = [], _bridge_watch()
+    every_thread = getattr(threading, "setprofile_all_threads", None)  # Python 3.12: threads already running too
     before, before_threads = sys.getprofile(), threading.getprofile()
-    with checks.processes_started() as started, \
-            profile(activities=[ProfilerActivity.CPU], experimental_config=watch_all) as profiler:
-        every_thread = getattr(threading, "setprofile_all_threads", None)  # Python 3.12: running threads too
-        threading.setprofile(watch)
+    with checks.processes_started() as started, profile(
+            activities=[ProfilerActivity.CPU], experimental_config=_ExperimentalConfig(profile_all_threads=True)) as profiler:
+        threading.setprofile(watch)  # threads started during the call
         sys.setprofile(watch)
         if every_thread:
             every_thread(watch)
@@ -348,16 +330,45 @@ def _work_elsewhere():
             sys.setprofile(before)
             threading.setprofile(before_threads)
     unseen += ["process"] * bool(started) + ["numpy"] * bool(bridged) + ["unwatched"] * (not watched)
+    unseen += ["thread"] * _operators_on_other_threads(profiler)
+
+
+def _bridge_watch():
+    """(profile function, list): the list gets the name of each bridge (_BRIDGES) the watched code takes from a
+    tensor of at least _BRIDGE_MIN elements to numpy or Python data; torch's and the grader's own calls excepted."""
+    import os
+
+    import torch
+
+    import course_utils
+    own = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, course_utils)) + ("<autograder", "<kernel_rpc")
+    array_code, bridged = torch.Tensor.__array__.__code__, []
+
+    def watch(frame, event, arg):
+        if event == "c_call":  # tensor.numpy(), .tolist(), ...: arg is the bound method
+            owner, name, caller = getattr(arg, "__self__", None), getattr(arg, "__name__", None), frame
+        elif event == "call" and frame.f_code is array_code:  # np.asarray(tensor), np.array(tensor)
+            owner, name, caller = frame.f_locals.get("self"), "__array__", frame.f_back
+        else:
+            return
+        if name in _BRIDGES and isinstance(owner, torch.Tensor) and owner.numel() >= _BRIDGE_MIN \
+                and not (caller and caller.f_code.co_filename.startswith(own)):
+            bridged.append(name)
+
+    return watch, bridged
+
+
+def _operators_on_other_threads(profiler):
+    """Whether the profiler saw a torch operator on a thread other than the one that ran _CALL_MARK (with CUDA,
+    autograd's own device threads, whose first event is the engine's, excepted)."""
+    import torch
     by_thread = {}
     for e in profiler.profiler.kineto_results.events():
         by_thread.setdefault(e.start_thread_id(), []).append((e.start_ns(), e.name()))
-    calling = {tid for tid, names in by_thread.items() if any(name == _CALL_MARK for _, name in names)}
-    for tid, events in by_thread.items():
-        first = min(events)[1]
-        if tid in calling or (torch.cuda.is_initialized() and first.startswith("autograd::engine::")):
-            continue
-        unseen.append("thread")
-        break
+    calling = {tid for tid, events in by_thread.items() if any(name == _CALL_MARK for _, name in events)}
+    engine = torch.cuda.is_initialized()
+    return any(tid not in calling and not (engine and min(events)[1].startswith("autograd::engine::"))
+               for tid, events in by_thread.items())
 
 
 def _measurements(taken):
