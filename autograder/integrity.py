@@ -79,8 +79,8 @@ WATCHED = [f"builtins.{name}" for name in BUILTINS] + [
     "torch.library.Library.__init__", "torch.library.Library.impl", "torch.library.Library._destroy",
     "torch._C._dispatch_get_all_op_names", "torch._C._dispatch_has_kernel_for_dispatch_key",
     # a memory measurement's watch on every thread (kernel_rpc._work_elsewhere): PyTorch's profiler
-    "torch.profiler.profile.__enter__", "torch.profiler.profile.__exit__", "torch.profiler.profile.start",
-    "torch.profiler.profile.stop", "torch.autograd.profiler.record_function.__enter__",
+    "torch.autograd.profiler.profile.__enter__", "torch.autograd.profiler.profile.__exit__",
+    "torch.autograd.profiler.record_function.__enter__",
     "torch.autograd.profiler.record_function.__exit__", "torch._C._profiler._ExperimentalConfig",
     "torch.autograd.profiler.profile._parse_kineto_results", "sys.addaudithook", "sys.setprofile", "sys.getprofile",
     "threading.setprofile", "torch.Tensor.numel",
@@ -88,7 +88,7 @@ WATCHED = [f"builtins.{name}" for name in BUILTINS] + [
     "ipykernel.kernelbase.Kernel.execute_request", "IPython.core.compilerop.CachingCompiler.__call__",
     "IPython.core.compilerop.CachingCompiler.ast_parse"]
 IMPORTS = ["numpy", "numpy.testing", "numpy.linalg", "torch", "torch.testing", "torch.nn", "torch.nn.functional",
-           "torch.overrides", "torch.utils._python_dispatch", "torch.library", "math", "course_utils", "course_utils.memory", "course_utils.allocations", "torch.profiler", "IPython.core.interactiveshell", "IPython.core.compilerop", "ipykernel.zmqshell",
+           "torch.overrides", "torch.utils._python_dispatch", "torch.library", "math", "course_utils", "course_utils.memory", "course_utils.allocations", "torch.autograd.profiler", "IPython.core.interactiveshell", "IPython.core.compilerop", "ipykernel.zmqshell",
            "ipykernel.ipkernel"]
 MAX_ANSWER_CHARS = 8 * 2**20  # the check's answer is a few hundred kilobytes
 WATCHED_PACKAGE = "course_utils"  # every function and class it defines is watched

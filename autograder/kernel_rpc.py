@@ -308,14 +308,14 @@ def _work_elsewhere():
     import threading
 
     from torch._C._profiler import _ExperimentalConfig
-    from torch.profiler import ProfilerActivity, profile, record_function
+    from torch.autograd.profiler import profile, record_function  # (torch.profiler's imports torch._dynamo: 2 s)
 
     import course_utils.checks as checks
     unseen, (watch, bridged) = [], _bridge_watch()
     every_thread = getattr(threading, "setprofile_all_threads", None)  # Python 3.12: threads already running too
     before, before_threads = sys.getprofile(), threading.getprofile()
-    with checks.processes_started() as started, profile(
-            activities=[ProfilerActivity.CPU], experimental_config=_ExperimentalConfig(profile_all_threads=True)) as profiler:
+    with checks.processes_started() as started, \
+            profile(use_kineto=True, experimental_config=_ExperimentalConfig(profile_all_threads=True)) as profiler:
         threading.setprofile(watch)  # threads started during the call
         sys.setprofile(watch)
         if every_thread:
@@ -363,7 +363,7 @@ def _operators_on_other_threads(profiler):
     autograd's own device threads, whose first event is the engine's, excepted)."""
     import torch
     by_thread = {}
-    for e in profiler.profiler.kineto_results.events():
+    for e in profiler.kineto_results.events():
         by_thread.setdefault(e.start_thread_id(), []).append((e.start_ns(), e.name()))
     calling = {tid for tid, events in by_thread.items() if any(name == _CALL_MARK for _, name in events)}
     engine = torch.cuda.is_initialized()
