@@ -280,6 +280,25 @@ def _refused(fn):
     return None
 
 
+def test_processes_started_notes_a_new_process_and_one_already_running(only_new_children):
+    import subprocess
+    import sys
+
+    from course_utils.checks import processes_started
+    with processes_started() as quiet:
+        torch.ones(3).sum()
+    with processes_started() as started:
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+    running = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        with processes_started() as during:
+            pass
+    finally:
+        running.kill()
+        running.wait()
+    assert quiet == [] and started == ["subprocess.Popen"] and during == ["running"]
+
+
 def test_forbid_names_the_function_called_through_any_alias():
     x = torch.randn(2, 3, 4)
     with cu.forbid("torch.nn.functional.scaled_dot_product_attention"):
