@@ -86,13 +86,15 @@ def lesson():
     return nbformat.from_dict(nb)
 
 
-@pytest.fixture
-def kernel():
+def _started_kernel():
     from jupyter_client.manager import start_new_kernel
     km, kc = start_new_kernel(kernel_name="python3")
     yield km, kc
     kc.stop_channels()
     km.shutdown_kernel(now=True)
+
+
+kernel = pytest.fixture(_started_kernel, name="kernel")
 
 
 def run_in_kernel(kc, code):
@@ -310,7 +312,7 @@ def test_memory_made_by_the_students_code_in_the_kernel_is_measured_for_the_test
 
 
 # full-size work hidden from the memory count, which watches torch calls in the calling thread: each either fails
-# the memory test or is noted for review ("another thread", "another process")
+# the memory test or is noted for review (kernel_rpc.UNSEEN's word for it)
 _FULL_ROW_SUMS = "lambda x: (x.unsqueeze(-1) * torch.ones(x.shape[-1])).sum(-1).sum(-1) / x.shape[-1]"
 MEMORY_EVASIONS = {
     "a thread pool": ("from concurrent.futures import ThreadPoolExecutor\n_pool = ThreadPoolExecutor(1)\n"
@@ -344,28 +346,25 @@ MEMORY_EVASIONS = {
 }
 
 
-@pytest.fixture(scope="module")
-def shared_kernel():
-    """One kernel for the memory cases that leave nothing running that a later case's measurement would see
-    (idle threads at most): each case redefines row_sums. A case that leaves a process gets a kernel of its own."""
-    from jupyter_client.manager import start_new_kernel
-    km, kc = start_new_kernel(kernel_name="python3")
-    yield km, kc
-    kc.stop_channels()
-    km.shutdown_kernel(now=True)
+# One kernel for the memory cases that leave nothing running that a later case's measurement would see (idle
+# threads at most): each case redefines row_sums. A case that leaves a process gets a kernel of its own.
+shared_kernel = pytest.fixture(_started_kernel, name="shared_kernel", scope="module")
+
+
+def measured(kernel, student_code):
+    """(test_memory's error or None, the review notes its measurement made) with `student_code` run in the kernel."""
+    km, kc = kernel
+    run_in_kernel(kc, SETUP)
+    assert run_in_kernel(kc, HONEST + "\n" + student_code) == "ok"
+    session = _session(kernel)
+    error = verdicts.LessonTests(lesson()).runner(session).run("test_memory")[1]
+    return error, session.take_notes()
 
 
 @pytest.mark.parametrize("name", sorted(MEMORY_EVASIONS))
 def test_memory_hidden_from_the_count_fails_the_test_or_is_flagged(request, name):
     code, where = MEMORY_EVASIONS[name]
-    kernel = request.getfixturevalue("kernel" if where == "process" else "shared_kernel")
-    km, kc = kernel
-    run_in_kernel(kc, SETUP)
-    assert run_in_kernel(kc, HONEST + "\n" + code) == "ok"
-    session = _session(kernel)
-    runner = verdicts.LessonTests(lesson()).runner(session)
-    error = runner.run("test_memory")[1]
-    notes = session.take_notes()
+    error, notes = measured(request.getfixturevalue("kernel" if where == "process" else "shared_kernel"), code)
     if where is None:
         assert "row_sums made a tensor of" in str(error), error
     else:
@@ -381,24 +380,12 @@ def test_numpy_work_in_a_thread_started_before_the_test_is_flagged_on_python_3_1
             "        _done.put((a[..., None] * np.ones(a.shape[-1])).sum(-1).sum(-1) / a.shape[-1])\n"
             "sys.modules['thr' + 'eading'].Thread(target=_serve, daemon=True).start()\n"
             "def row_sums(x):\n    _jobs.put(x)\n    return torch.from_numpy(_done.get()).float()\n")
-    km, kc = kernel
-    run_in_kernel(kc, SETUP)
-    assert run_in_kernel(kc, HONEST + "\n" + code) == "ok"
-    session = _session(kernel)
-    verdicts.LessonTests(lesson()).runner(session).run("test_memory")
     from autograder.kernel_rpc import UNSEEN
-    assert any(UNSEEN["numpy"] in note for note in session.take_notes())
+    assert any(UNSEEN["numpy"] in note for note in measured(kernel, code)[1])
 
 
 def test_an_honest_measured_answer_is_not_flagged(shared_kernel):
-    kernel = shared_kernel
-    km, kc = kernel
-    run_in_kernel(kc, SETUP)
-    run_in_kernel(kc, HONEST)
-    session = _session(kernel)
-    runner = verdicts.LessonTests(lesson()).runner(session)
-    assert runner.run("test_memory")[1] is None
-    assert session.take_notes() == []
+    assert measured(shared_kernel, "") == (None, [])
 
 
 def test_malformed_answers_are_the_graders_problem_not_data():
