@@ -29,3 +29,20 @@ def graded_class(released_course, solution_runs, tmp_path_factory):
     (tests/graded_class.py)."""
     from tests.graded_class import build
     return build(released_course, solution_runs, tmp_path_factory.mktemp("class"))
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
+def pytest_collection_modifyitems(config, items):
+    """Under pytest-xdist (`-n 2 --dist loadgroup`, the README's test command), the tests that read the one graded
+    class run in one worker, and every other module's tests together (its module-scoped fixtures built once)."""
+    for item in items:
+        shared = "graded_class" if "graded_class" in item.fixturenames else item.nodeid.split("::")[0]
+        item.add_marker(pytest.mark.xdist_group(shared))
+
+
+def pytest_terminal_summary(terminalreporter):
+    """How many notebook runs hung and were run again (tests/nbtools.py), counted from the warnings of every worker."""
+    from tests.nbtools import HUNG
+    hung = [w for w in terminalreporter.stats.get("warnings", []) if HUNG in str(getattr(w, "message", ""))]
+    if hung:
+        terminalreporter.write_line(f"nbtools.execute: {len(hung)} notebook run(s) hung and were run again")

@@ -1,10 +1,8 @@
 """Notebook helpers shared by the tests: load, execute, fill in solutions, grade with nbgrader."""
-import atexit
 import json
 import os
 import re
 import shutil
-import sys
 import warnings
 from pathlib import Path
 
@@ -37,18 +35,12 @@ def is_test(cell):
 
 
 # Notebook runs that hung: a cell the kernel never started (it sat idle, the reply never came;
-# ipykernel 7's lost shell request, ipykernel issue 1554). Each is run again once in a fresh kernel,
-# is a warning in pytest's summary, and is counted when the session ends. With ipykernel<7
-# (pyproject's pin) none is expected. A cell that timed out while running is slow code, not a hang:
-# it fails the test at once, as does a kernel that died.
+# ipykernel 7's lost shell request, ipykernel issue 1554). Each is run again once in a fresh kernel
+# and is a warning in pytest's summary, which tests/conftest.py counts when the session ends (from every
+# xdist worker's warnings). With ipykernel<7 (pyproject's pin) none is expected. A cell that timed out
+# while running is slow code, not a hang: it fails the test at once, as does a kernel that died.
 HANGS = []
-
-
-@atexit.register
-def _report_hangs():
-    if HANGS:
-        print(f"\nnbtools.execute: {len(HANGS)} notebook run(s) hung and were run again: "
-              + "; ".join(HANGS), file=sys.stderr)
+HUNG = "notebook run hung"
 
 
 def _never_started(nb):
@@ -80,7 +72,7 @@ def execute(nb, fast=True, timeout=180, cwd=None, extra_env=None):
                 if cell is None:
                     raise
                 HANGS.append(f"cell {cell} never started")
-                warnings.warn(f"notebook run hung (#{len(HANGS)} this session): cell {cell} never started, "
+                warnings.warn(f"{HUNG} (#{len(HANGS)} in this process): cell {cell} never started, "
                               f"{'running it again in a fresh kernel' if attempt == 1 else 'again'}")
                 if attempt == 2:
                     raise
