@@ -56,32 +56,25 @@ def execute(nb, fast=True, timeout=180, cwd=None, extra_env=None):
 
     A run that hangs (see HANGS) is run again once in a fresh kernel, and counted.
     """
-    env = {"COURSE_FAST": "1" if fast else "0", "MPLBACKEND": "module://matplotlib_inline.backend_inline"}
-    env.update(extra_env or {})
-    saved = {k: os.environ.get(k) for k in env}
-    os.environ.update(env)
-    try:
-        for attempt in (1, 2):
-            run = nbformat.from_dict(nb)
-            try:
-                NotebookClient(run, timeout=timeout, kernel_name="python3", allow_errors=True,
-                               resources={"metadata": {"path": str(cwd or REPO)}}).execute()
-                break
-            except CellTimeoutError:
-                cell = _never_started(run)
-                if cell is None:
-                    raise
-                HANGS.append(f"cell {cell} never started")
-                warnings.warn(f"{HUNG} (#{len(HANGS)} in this process): cell {cell} never started, "
-                              f"{'running it again in a fresh kernel' if attempt == 1 else 'again'}")
-                if attempt == 2:
-                    raise
-    finally:
-        for k, v in saved.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
+    # the kernel's own environment, never this process's: runs made at once in threads (test_device.py) must not
+    # see each other's settings (one run restoring os.environ while another's kernel starts lost COURSE_DEVICE)
+    env = {**os.environ, "COURSE_FAST": "1" if fast else "0",
+           "MPLBACKEND": "module://matplotlib_inline.backend_inline", **(extra_env or {})}
+    for attempt in (1, 2):
+        run = nbformat.from_dict(nb)
+        try:
+            NotebookClient(run, timeout=timeout, kernel_name="python3", allow_errors=True,
+                           resources={"metadata": {"path": str(cwd or REPO)}}).execute(env=env)
+            break
+        except CellTimeoutError:
+            cell = _never_started(run)
+            if cell is None:
+                raise
+            HANGS.append(f"cell {cell} never started")
+            warnings.warn(f"{HUNG} (#{len(HANGS)} in this process): cell {cell} never started, "
+                          f"{'running it again in a fresh kernel' if attempt == 1 else 'again'}")
+            if attempt == 2:
+                raise
     return run
 
 
