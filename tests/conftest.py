@@ -33,7 +33,7 @@ def graded_class(released_course, solution_runs, tmp_path_factory):
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`-n 2 --dist loadgroup`, the README's test command), the tests that read the one graded
+    """Under pytest-xdist (`--dist loadgroup`, set in pyproject.toml's addopts), the tests that read the one graded
     class run in one worker, and every other module's tests together (its module-scoped fixtures built once)."""
     for item in items:
         shared = "graded_class" if "graded_class" in item.fixturenames else item.nodeid.split("::")[0]
