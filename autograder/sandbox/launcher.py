@@ -136,7 +136,7 @@ def _run(settings, cmd, runtime, use_bwrap, cgroups):
         for path in [runtime] + [os.path.join(runtime, n) for n in os.listdir(runtime)]:
             os.chown(path, uid, uid)
         os.chmod(runtime, 0o700)
-    stub_cfg = dict(uid=uid, home=home, limits=rlimits(settings, cgroups is not None),
+    stub_cfg = dict(uid=uid, home=home, limits=rlimits(settings, cgroups is not None, use_bwrap),
                     copy_from=SUBMISSION if use_bwrap else "",
                     font_cache=FONT_CACHE if use_bwrap and settings["font_cache"] else settings["font_cache"])
     stub = [sys.executable, "-I", "-S", "-c", STUB, json.dumps(stub_cfg)]

@@ -17,6 +17,7 @@ import nbformat
 import pytest
 
 from autograder import sandbox
+from autograder.sandbox import policy
 from autograder.grading import Limits, sandbox_settings
 from tests.autograder import tiny
 from tests.nbtools import REPO, SOLUTIONS, fill_solutions, load, submit
@@ -159,6 +160,23 @@ def test_kernel_sees_only_its_own_processes(two_kernels):
     assert b_pid == "2"  # B too is alone in its PID namespace
 
 
+def test_the_kernels_process_clock_steps_finely(two_kernels):
+    # a CPU rlimit would make Linux read the process clock per tick (4 ms steps here): the course's
+    # timer then repeats every call until the ticks average out, and graded notebooks ran slower
+    (a, _), _ = two_kernels
+    out = a.run("import resource\nfrom course_utils.timing import process_clock_step\n"
+                "print(resource.getrlimit(resource.RLIMIT_CPU)[0] == resource.RLIM_INFINITY, process_clock_step())")
+    unlimited, step = out.split()
+    assert unlimited == "True" and float(step) < 1e-3, out
+
+
+def test_a_cpu_rlimit_only_where_nothing_else_ends_what_the_kernel_leaves():
+    settings = {**sandbox.DEFAULTS, "cpu_s": 100}
+    cpu = {(cgroup, pid_namespace): dict(policy.rlimits(settings, cgroup, pid_namespace)).get("RLIMIT_CPU")
+           for cgroup in (False, True) for pid_namespace in (False, True)}
+    assert cpu == {(False, False): 100, (False, True): None, (True, False): None, (True, True): None}
+
+
 def test_a_fork_bomb_is_capped_per_kernel_and_the_other_kernel_still_forks(settings, tmp_path):
     small = {**settings, "nproc": 64}
     bomber, other = Kernel(small, tmp_path), Kernel(small, tmp_path)
@@ -223,6 +241,7 @@ def test_a_missing_bubblewrap_is_named_in_a_warning(monkeypatch, tmp_path):
 WORKER = """
 import asyncio, json, os, sys, time
 from autograder import sandbox
+from autograder.sandbox import policy
 loop = asyncio.new_event_loop()
 km = sandbox.SandboxKernelManager(kernel_name="python3")
 km.sandbox = json.loads(sys.argv[1])
