@@ -48,3 +48,18 @@ def test_autograde_full_marks_zero_and_partial(tiny_course, tmp_path):
     texts = [c.source for c in graded.cells] + [json.dumps(o) for c in graded.cells for o in c.get("outputs", [])]
     lines = {line.strip() for text in texts for line in text.replace("\\n", "\n").splitlines()}
     assert hidden and not [line for line in hidden if line in lines]
+
+
+def test_a_graded_kernel_is_ended_at_once_and_the_students_exit_hooks_never_run(tiny_course, tmp_path):
+    # its last state is never read: killed, not asked to exit (a graceful exit cost 2 s of every notebook)
+    lesson, course, marker = tiny.LESSON, tmp_path / "course", tmp_path / "exit-hook-ran"
+    shutil.copytree(tiny_course, course)
+    blank = load(course / "release" / lesson / f"{lesson}.ipynb")
+    nb = fill_solutions(blank, tiny.lesson())
+    answer = next(c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+    answer.source += f"\nimport atexit\natexit.register(lambda: open({str(marker)!r}, 'w').write('ran'))\n"
+    submit(course, lesson, "hooked", nb)
+
+    score, max_score = autograde_scores(course, lesson, ["hooked"])["hooked"]
+
+    assert score == max_score > 0 and not marker.exists()
