@@ -51,7 +51,7 @@ def test_autograde_full_marks_zero_and_partial(tiny_course, tmp_path):
 
 
 def test_a_graded_kernel_is_ended_at_once_and_the_students_exit_hooks_never_run(tiny_course, tmp_path):
-    # its last state is never read: killed, not asked to exit (a graceful exit cost 2 s of every notebook)
+    # its last state is never read: killed, not asked to exit (a graceful exit cost 2.3 s of every notebook)
     lesson, course, marker = tiny.LESSON, tmp_path / "course", tmp_path / "exit-hook-ran"
     shutil.copytree(tiny_course, course)
     blank = load(course / "release" / lesson / f"{lesson}.ipynb")

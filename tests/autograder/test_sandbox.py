@@ -241,7 +241,6 @@ def test_a_missing_bubblewrap_is_named_in_a_warning(monkeypatch, tmp_path):
 WORKER = """
 import asyncio, json, os, sys, time
 from autograder import sandbox
-from autograder.sandbox import policy
 loop = asyncio.new_event_loop()
 km = sandbox.SandboxKernelManager(kernel_name="python3")
 km.sandbox = json.loads(sys.argv[1])
