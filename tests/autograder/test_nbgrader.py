@@ -9,7 +9,7 @@ import shutil
 
 from autograder.course import nbgrader_api
 from tests.autograder import tiny
-from tests.nbtools import fill_solutions, load, solution_ids, submit
+from tests.nbtools import fill_solutions, is_solution, load, solution_ids, submit
 
 
 def autograde_scores(course, lesson, students):
@@ -56,7 +56,7 @@ def test_a_graded_kernel_is_ended_at_once_and_the_students_exit_hooks_never_run(
     shutil.copytree(tiny_course, course)
     blank = load(course / "release" / lesson / f"{lesson}.ipynb")
     nb = fill_solutions(blank, tiny.lesson())
-    answer = next(c for c in nb.cells if c.get("metadata", {}).get("nbgrader", {}).get("solution"))
+    answer = next(c for c in nb.cells if is_solution(c))
     answer.source += f"\nimport atexit\natexit.register(lambda: open({str(marker)!r}, 'w').write('ran'))\n"
     submit(course, lesson, "hooked", nb)
 
