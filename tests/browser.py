@@ -185,6 +185,13 @@ class ConsoleLog:
         if message.text.startswith("Failed to load resource") and \
                 urlparse(url).hostname not in ("127.0.0.1", "localhost", None):
             return  # the Colab badge image: this test machine is offline on purpose
+        if self.app == "lab" and "status of 500" in message.text and urlparse(url).path == "/api/kernels":
+            # jupyter_server 2.x lists a kernel before it sets the kernel's last_activity (MappingKernelManager.
+            # _async_start_kernel), so JupyterLab's periodic poll of the kernel list can land in that window and
+            # get a 500 (a TraitError in the server's log); the poll is repeated and nothing is lost. Seen once in
+            # CI, while the other page's kernel started slowly under load. A kernel that fails to start shows as
+            # cells that never run, which wait_run_all reports.
+            return
         self.errors.append(f"{message.text}  ({url})")
 
     def write(self, path):
