@@ -157,6 +157,12 @@ KNOWN_ERRORS = [
     # Notebook 7.6's own settings loader throws this on every page, its file browser included, before any
     # notebook, kernel or widget exists (seen with and without nbgrader's extension)
     ("notebook", "Cannot read properties of undefined (reading 'schema')", "/static/notebook/notebook_core."),
+    # jupyter_server 2.x lists a kernel before it sets the kernel's last_activity (MappingKernelManager.
+    # _async_start_kernel), so JupyterLab's periodic poll of the kernel list can land in that window and get a 500
+    # (a TraitError in the server's log); the poll is repeated and nothing is lost. Seen once in CI, while the other
+    # page's kernel started slowly under load. A kernel that fails to start shows as cells that never run, which
+    # wait_run_all reports.
+    ("lab", "the server responded with a status of 500", "/api/kernels?"),
 ]
 
 
@@ -173,7 +179,7 @@ class ConsoleLog:
         stack = (error.stack or "").splitlines()
         self.messages.append(f"[uncaught] {error.stack or error}")
         where = next((line.strip() for line in stack[1:] if "at " in line), "")
-        if any(app == self.app and text in error.message and script in where for app, text, script in KNOWN_ERRORS):
+        if self._known(error.message, where):
             return
         self.errors.append(f"uncaught: {error.message}  ({where})")
 
@@ -185,14 +191,13 @@ class ConsoleLog:
         if message.text.startswith("Failed to load resource") and \
                 urlparse(url).hostname not in ("127.0.0.1", "localhost", None):
             return  # the Colab badge image: this test machine is offline on purpose
-        if self.app == "lab" and "status of 500" in message.text and urlparse(url).path == "/api/kernels":
-            # jupyter_server 2.x lists a kernel before it sets the kernel's last_activity (MappingKernelManager.
-            # _async_start_kernel), so JupyterLab's periodic poll of the kernel list can land in that window and
-            # get a 500 (a TraitError in the server's log); the poll is repeated and nothing is lost. Seen once in
-            # CI, while the other page's kernel started slowly under load. A kernel that fails to start shows as
-            # cells that never run, which wait_run_all reports.
+        if self._known(message.text, url):
             return
         self.errors.append(f"{message.text}  ({url})")
+
+    def _known(self, text, where):
+        """Whether an error is one of KNOWN_ERRORS: this app's, with that text, from that script or URL."""
+        return any(app == self.app and known in text and script in where for app, known, script in KNOWN_ERRORS)
 
     def write(self, path):
         Path(path).write_text("\n".join(self.messages) + "\n")

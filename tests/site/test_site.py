@@ -441,7 +441,7 @@ def test_next_and_previous_links_walk_the_lessons_in_order(chromium, served, art
         page.screenshot(path=str(artifacts / "index.png"))
         order = ["index"] + [f"lessons/{lesson}" for lesson in LESSONS]
         # each link is followed as soon as its page's links exist (DOMContentLoaded): loading every page in full
-        # (images, MathJax's typesetting) is the lesson pages' own test; here it took the walk from 21 s to 33 s
+        # (images, MathJax's typesetting) is the lesson pages' own test; waiting for it here made the walk 33 s, not 21
         for here, there in zip(order, order[1:]):  # forward with "next", as a reader clicks
             with page.expect_navigation(wait_until="domcontentloaded"):
                 page.locator("a.right-next").click()
