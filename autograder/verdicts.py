@@ -96,6 +96,16 @@ class LessonTests:
                     continue
                 setup += [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
         self.setup = "\n".join(setup)
+        self._compiled = {}
+
+    def compiled(self, grade_id):
+        """Test cell `grade_id` worked out once, for every student: (the names it reads and never binds, in
+        order; its code; the names it binds)."""
+        if grade_id not in self._compiled:
+            tree = ast.parse(_code(self.tests[grade_id]))
+            self._compiled[grade_id] = (sorted(_free_names(tree)), compile(tree, f"<test {grade_id}>", "exec"),
+                                        _bound_names(tree))
+        return self._compiled[grade_id]
 
     def runner(self, session):
         return TestRunner(self, session)
@@ -120,17 +130,17 @@ class TestRunner:
         """Run test cell `grade_id`; returns (stdout text, exception or None)."""
         if self.namespace is None:
             self._start()
-        tree = ast.parse(_code(self.lesson.tests[grade_id]))  # parsed once: names to fetch, code, names it binds
+        reads, code, binds = self.lesson.compiled(grade_id)
         out = io.StringIO()
         try:
-            for name in sorted(_free_names(tree)):
+            for name in reads:
                 if name in self.lesson.answer_names or name not in self.defined:
                     try:
                         self.namespace[name] = self.session.fetch(name)
                     except NameError:
                         self.namespace.pop(name, None)
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
-                exec(compile(tree, f"<test {grade_id}>", "exec"), self.namespace)
+                exec(code, self.namespace)
             error = None
         except GraderSideError:
             raise
@@ -139,7 +149,7 @@ class TestRunner:
                 raise
             error = e
         finally:
-            self.defined |= _bound_names(tree)
+            self.defined |= binds
             from course_utils.checks import end_cell
             end_cell()  # the cell's cu.stand_in parts stand in for no later cell
         return out.getvalue(), error
