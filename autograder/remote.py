@@ -477,8 +477,10 @@ def _vjp(fn, args, kwargs, grad_outputs):
     wanted = [t for t in leaves if isinstance(t, torch.Tensor) and t.requires_grad]
     if not pairs or not wanted:
         return [None] * len(leaves)
-    grads = iter(torch.autograd.grad([o for o, _ in pairs], wanted, [g.to(o.dtype) for o, g in pairs],
-                                     allow_unused=True))
+    with torch.enable_grad():  # (asked during the student's backward pass, where grad mode is off)
+        # the sum itself, not autograd.grad(outputs, wanted, grad_outputs): that form imports sympy (0.5 s) on first use
+        total = sum((o * g.to(o.dtype)).sum() for o, g in pairs)
+    grads = iter(torch.autograd.grad(total, wanted, allow_unused=True))
     return [next(grads) if isinstance(t, torch.Tensor) and t.requires_grad else None for t in leaves]
 
 

@@ -35,8 +35,9 @@ TARGET = "autograder.worker:main"  # what a worker runs: main(Path(job_file)) (w
 # What a grading worker imports (found by comparing sys.modules before and after a job): nbgrader,
 # and, through jupyter_client's kernel spec lookup and nbgrader's gradebook, IPython, ipykernel and sqlite
 # and, for the test cells it runs on its own side (verdicts.py), torch and course_utils;
-# torch._dynamo too: a test's `cu.forbid` block enters torch function modes, and the first tensor
-# call inside one imports torch._dynamo (about 2 s, once per process: it was 2 s of every notebook)
+# torch._dynamo too (about 2 s, once per process): lesson 08's set-up imports it through torch.nn.attention.bias,
+# and it brings sympy, which PyTorch imports at its first autograd.grad with given output gradients and in
+# nn.MultiheadAttention's mask checks (the tests of lessons 05, 07 and 09 to 11)
 PRELOAD = ["autograder.grading", "autograder.worker", "autograder.preprocessors", "nbgrader.apps", "nbgrader.coursedir", "IPython", "IPython.core.debugger",
            "ipykernel.kernelspec", "sqlite3", "sqlalchemy.dialects.sqlite", "torch", "torch._dynamo", "course_utils",
            # what the lessons' grader-setup cells import (the explorers pull in matplotlib and ipywidgets)

@@ -16,12 +16,11 @@ each tensor an operator returns (its storage, once) while it is alive.
 Buffers an operator uses internally and frees before returning are not seen (nor are the
 workspaces of fused kernels); gradients accumulated into `.grad` are counted when they are made.
 """
-from torch.utils._python_dispatch import TorchDispatchMode
-
 from .memory import StorageLedger
+from .modes import EagerDispatchMode
 
 
-class AllocatedMemory(StorageLedger, TorchDispatchMode):
+class AllocatedMemory(StorageLedger, EagerDispatchMode):
     """Peak and largest bytes of the tensors aten operators create inside a `with` block (forward and backward)."""
 
     def __enter__(self):

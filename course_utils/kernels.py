@@ -251,15 +251,16 @@ def count_eager_bytes(fn, *args, **kwargs):
     each of its tensor inputs once and write each of its outputs once (what an unfused operator does in main
     memory). Views move nothing and are not counted; neither are empty allocations.
     """
-    from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_leaves
+
+    from .modes import EagerDispatchMode
 
     traffic = {"read": 0, "written": 0}
 
     def nbytes(values):
         return sum(t.numel() * t.element_size() for t in tree_leaves(values) if isinstance(t, torch.Tensor))
 
-    class EagerTraffic(TorchDispatchMode):
+    class EagerTraffic(EagerDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             returns = func._schema.returns
