@@ -9,8 +9,9 @@ means the launcher was killed, and the janitor kills what is left in the cgroups
 unmounts the runtime tmpfs (recognised by its mount source, `autograder-<launcher pid>`, and only
 while it is the top mount there) and, once the process that started the launcher (the worker's
 kernel manager) is gone too, removes the runtime folder. `sweep()` does the same for anything a
-killed janitor left, from the mounts' and cgroups' names, for every launcher no longer running;
-`probe` runs it before each grading run.
+killed janitor left, from the mounts' and cgroups' names, for every launcher no longer running, and removes
+the folders of probes whose grader was killed (named after the grader's pid); `probe` runs it before each
+grading run.
 
 Run as a script (`python -I -S janitor.py --janitor ...`), this file is the janitor.
 """
@@ -18,6 +19,7 @@ import os
 import re
 import shutil
 import signal
+import stat
 import sys
 import time
 
@@ -33,6 +35,7 @@ else:
 
 
 LAUNCHER_MARK = b"sandbox"  # in every launcher's command line: the folder of launcher.py
+PROBE_PREFIX = "ag-probe-"  # + the probing grader's pid + "-": the temporary folder of one probe (probing.py)
 
 
 def _is_launcher(pid):
@@ -96,10 +99,17 @@ def _janitor(r, launcher, parent, runtime):
 
 
 def sweep(log=None):
-    """Remove what killed launchers left (root only): runtime tmpfs mounts and cgroups of launchers not running."""
+    """Remove what killed graders and launchers left: the folders of probes whose grader no longer runs, and (root
+    only) the runtime tmpfs mounts and cgroups of launchers no longer running."""
+    removed = _mounts_and_cgroups() if os.geteuid() == 0 else []
+    removed += _probe_folders()
+    for what in removed if log else []:
+        log(f"removed what a killed grader or kernel launcher left: {what}")
+    return removed
+
+
+def _mounts_and_cgroups():
     removed = []
-    if os.geteuid() != 0:
-        return removed
     for point, kind, source in reversed(mounts()):
         found = re.fullmatch(r"autograder-(\d+)", source)
         if kind == "tmpfs" and found and not _is_launcher(int(found.group(1))):
@@ -119,8 +129,30 @@ def sweep(log=None):
                 present = [d for d in left.dirs if os.path.exists(d)]
                 left.remove()
                 removed += [f"cgroup {d}" for d in present if not os.path.exists(d)]
-    for what in removed if log else []:
-        log(f"removed what a killed kernel launcher left: {what}")
+    return removed
+
+
+def _probe_folders():
+    """This user's probe folders whose grader was killed mid-probe (tempfile's own clean-up never ran). A link,
+    another user's folder, or one with a mount still inside (the mounts are swept first) is left alone."""
+    import tempfile
+    top, removed = tempfile.gettempdir(), []
+    for name in os.listdir(top):
+        found = re.fullmatch(re.escape(PROBE_PREFIX) + r"(\d+)-\w+", name)
+        path = os.path.join(top, name)
+        if not found or alive(int(found.group(1))):
+            continue
+        try:
+            info = os.lstat(path)
+        except OSError:
+            continue
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid():
+            continue
+        if any(os.path.ismount(os.path.join(path, sub)) for sub in os.listdir(path)):
+            continue
+        shutil.rmtree(path, ignore_errors=True)  # rmtree never follows a link inside
+        if not os.path.lexists(path):
+            removed.append(f"probe folder {path}")
     return removed
 
 

@@ -6,7 +6,7 @@ import sys
 import tempfile
 
 from .cgroups import Cgroups
-from .janitor import sweep
+from .janitor import PROBE_PREFIX, sweep
 from .launcher import launcher_cmd
 from .policy import DEFAULTS, bwrap_path
 
@@ -88,7 +88,7 @@ def probe(settings, timeout=120, find_bwrap=bwrap_path):
 
 
 def _try(settings, hidden, port, timeout):
-    with tempfile.TemporaryDirectory(prefix="ag-probe-") as work:
+    with tempfile.TemporaryDirectory(prefix=f"{PROBE_PREFIX}{os.getpid()}-") as work:
         runtime, cwd = os.path.join(work, "rt"), os.path.join(work, "cwd")
         os.mkdir(runtime)
         os.mkdir(cwd)

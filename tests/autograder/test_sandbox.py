@@ -318,6 +318,34 @@ def test_sweep_removes_what_a_killed_launcher_and_its_janitor_left(tmp_path):
     assert all(not os.path.exists(d) for d in groups) and all(f"cgroup {d}" in removed for d in groups)
 
 
+
+def test_sweep_removes_the_folders_of_probes_whose_grader_was_killed_and_follows_no_link(tmp_path, monkeypatch):
+    """A grader killed during its probe leaves tempfile's folder behind; the next probe's sweep removes it, by the
+    grader's pid in its name. A running grader's folder, a link and a folder of another name are left alone."""
+    import tempfile
+
+    from autograder.sandbox.janitor import PROBE_PREFIX
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    left = tmp_path / f"{PROBE_PREFIX}{dead.pid}-k1ll3d"
+    (left / "rt").mkdir(parents=True)
+    (left / "cwd" / "notes.txt").parent.mkdir()
+    (left / "cwd" / "notes.txt").write_text("x")
+    running = tmp_path / f"{PROBE_PREFIX}{os.getpid()}-runn1ng"
+    (running / "rt").mkdir(parents=True)
+    kept = tmp_path / "elsewhere"
+    kept.mkdir()
+    (kept / "precious.txt").write_text("keep me")
+    link = tmp_path / f"{PROBE_PREFIX}{dead.pid}-l1nk"
+    link.symlink_to(kept, target_is_directory=True)
+    other = tmp_path / "ag-probe-n0pid"
+    other.mkdir()
+    removed = sandbox.sweep()
+    assert f"probe folder {left}" in removed and not left.exists()
+    assert running.is_dir() and other.is_dir() and link.is_symlink() and (kept / "precious.txt").read_text() == "keep me"
+
+
 # ---------------------------------------------------------------- one hostile kernel beside a victim
 
 BOMB = """
