@@ -17,10 +17,11 @@ NAME = "rfc3987_syntax"
 
 def defer():
     """Put the stand-in in sys.modules, unless rfc3987_syntax is absent or already imported."""
-    if NAME in sys.modules or importlib.util.find_spec(NAME) is None:
+    spec = None if NAME in sys.modules else importlib.util.find_spec(NAME)
+    if spec is None:
         return
     stand_in = types.ModuleType(NAME)
-    stand_in.__path__ = list(importlib.util.find_spec(NAME).submodule_search_locations)  # its submodules load as usual
+    stand_in.__path__ = list(spec.submodule_search_locations)  # its submodules load from the package as usual
     stand_in.is_valid_syntax = _is_valid_syntax  # what jsonschema imports by name, as it is imported
     stand_in.__getattr__ = _real_attribute  # anything else anyone asks of it
     sys.modules[NAME] = stand_in
