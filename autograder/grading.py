@@ -44,7 +44,7 @@ from pathlib import Path
 
 import nbformat
 
-from . import cells, sandbox, zygote
+from . import cells, sandbox, verdicts, zygote
 from .course import (REPO, gradebook_path, report_path, step_folder, step_folders, step_notebook, step_root,
                      work_folder)
 from .flags import flag_submission
@@ -121,7 +121,7 @@ def check_submission(course_root, lesson, student):
 
 
 class _Running:
-    def __init__(self, course_root, lesson, student, limits, settings, threads):
+    def __init__(self, course_root, lesson, student, limits, settings, threads, modules):
         self.result = Result(lesson, student)
         self.work = work_folder(course_root, lesson, student)
         shutil.rmtree(self.work, ignore_errors=True)
@@ -137,7 +137,7 @@ class _Running:
             env.setdefault(name, str(threads))
         self.start = time.monotonic()
         self.deadline = self.start + limits.notebook_timeout + HARD_LIMIT_GRACE_S
-        self.proc = zygote.start(self.work / "job.json", self.work / "worker.log", env)
+        self.proc = zygote.start(self.work / "job.json", self.work / "worker.log", env, modules=modules)
 
     def kill(self):
         """Stop the worker and its kernels (each in its own process group): nothing of this job runs on."""
@@ -218,7 +218,8 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
     todo = to_grade(course_root, lessons, students, force, log)
     if not todo:
         return []
-    zygote.warm(min(max(1, jobs), len(todo)))  # their imports run while the probe does
+    modules = test_modules(course_root, {lesson for lesson, _ in todo})
+    zygote.warm(min(max(1, jobs), len(todo)), modules)  # their imports run while the probe does
     settings, sandbox_warnings = probe(sandbox_settings(course_root, limits))  # a Dask worker passes a cached probe
     for w in sandbox_warnings:
         log(f"WARNING: {w}")
@@ -237,7 +238,7 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
     try:
         while (queue or running) and not stop:
             while queue and len(running) < max(1, jobs) and not stop:
-                job = _start(course_root, *queue.pop(0), limits, settings, threads, results, log)
+                job = _start(course_root, *queue.pop(0), limits, settings, threads, modules, results, log)
                 running += [job] if job else []
             zygote.wait_any([job.proc for job in running], timeout=0.2)  # wakes when a worker ends
             for job in list(running):
@@ -269,7 +270,20 @@ def to_grade(course_root, lessons, students, force, log):
     return todo
 
 
-def _start(course_root, lesson, student, limits, settings, threads, results, log):
+def test_modules(course_root, lessons):
+    """What the grader-side tests of `lessons` import (their set-up's imports, zygote.preload): the workers'
+    zygotes import it once."""
+    modules = set()
+    for lesson in sorted(lessons):
+        try:
+            source = nbformat.read(str(step_notebook(course_root, "source", lesson)), as_version=4)
+        except Exception:  # noqa: BLE001: the lesson's worker reports an unreadable source
+            continue
+        modules |= verdicts.LessonTests(source).modules()
+    return zygote.preload(modules)
+
+
+def _start(course_root, lesson, student, limits, settings, threads, modules, results, log):
     """A running job for the submission, or None when it cannot be read (entered with zero and flagged)."""
     try:
         flags = check_submission(course_root, lesson, student)
@@ -278,7 +292,7 @@ def _start(course_root, lesson, student, limits, settings, threads, results, log
         r.score, r.max_score = record_failure(course_root, lesson, student)
         results.append(record_result(course_root, r, log))
         return None
-    job = _Running(course_root, lesson, student, limits, settings, threads)
+    job = _Running(course_root, lesson, student, limits, settings, threads, modules)
     job.result.flags = flags
     return job
 

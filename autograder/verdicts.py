@@ -98,6 +98,16 @@ class LessonTests:
         self.setup = "\n".join(setup)
         self._compiled = {}
 
+    def modules(self):
+        """The modules the set-up imports (`from a.b import c` imports a.b)."""
+        found = set()
+        for node in ast.walk(ast.parse(self.setup)):
+            if isinstance(node, ast.Import):
+                found.update(a.name for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                found.add(node.module)
+        return found
+
     def compiled(self, grade_id):
         """Test cell `grade_id` worked out once, for every student: (the names it reads and never binds, in
         order; its code; the names it binds)."""

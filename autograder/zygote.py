@@ -10,6 +10,10 @@ multiprocessing's forkserver does the same, but re-imports the caller's main scr
 every child, which breaks an instructor's script that calls grade() without an
 `if __name__ == "__main__":` guard, and a daemonic process (a Dask worker) may not use it.
 
+What a zygote imports is the common part (BASE) and the modules of the lessons it grades: what their
+grader-side set-up imports (verdicts.LessonTests.modules), so a small lesson that needs no torch
+is not made to wait for it (about 4 CPU-s a zygote).
+
 Protocol, one JSON object per line: the parent writes {"job", "log", "env", "target"}; the zygote
 forks, answers {"pid"}, waits for the child and answers {"exit"} (the exit status, negative
 for a signal). A zygote serves one job at a time; the parent keeps one per job slot, idle
@@ -32,28 +36,37 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 TARGET = "autograder.worker:main"  # what a worker runs: main(Path(job_file)) (worker.py: the job protocol)
-# What a grading worker imports (found by comparing sys.modules before and after a job): nbgrader,
+# What every grading worker imports (found by comparing sys.modules before and after a job): nbgrader,
 # and, through jupyter_client's kernel spec lookup and nbgrader's gradebook, IPython, ipykernel and sqlite
-# and, for the test cells it runs on its own side (verdicts.py), torch and course_utils;
-# torch._dynamo too (about 2 s, once per process): lesson 08's set-up imports it through torch.nn.attention.bias,
-# and it brings sympy, which PyTorch imports at its first autograd.grad with given output gradients and in
-# nn.MultiheadAttention's mask checks (the tests of lessons 05, 07 and 09 to 11)
-PRELOAD = ["autograder.grading", "autograder.worker", "autograder.preprocessors", "nbgrader.apps", "nbgrader.coursedir", "IPython", "IPython.core.debugger",
-           "ipykernel.kernelspec", "sqlite3", "sqlalchemy.dialects.sqlite", "torch", "torch._dynamo", "course_utils",
-           # what the lessons' grader-setup cells import (the explorers pull in matplotlib and ipywidgets)
-           "matplotlib.pyplot", "ipywidgets", "course_utils.explorers", "course_utils.memory", "course_utils.allocations",
-           "course_utils.mqar"]
+BASE = ("autograder.grading", "autograder.worker", "autograder.preprocessors", "nbgrader.apps", "nbgrader.coursedir",
+        "IPython", "IPython.core.debugger", "ipykernel.kernelspec", "sqlite3", "sqlalchemy.dialects.sqlite")
+
+
+def preload(modules):
+    """What a zygote serving lessons whose set-up imports `modules` imports before its first job (a sorted tuple).
+
+    With torch, torch._dynamo too (about 1.5 s, once per process): PyTorch imports it at the first call of
+    functions the tests make on the grader's side (nn.MultiheadAttention's forward, an optimizer's first
+    parameter group) and lesson 08's set-up imports it through torch.nn.attention.bias."""
+    modules = set(modules)
+    if "torch" in {m.split(".")[0] for m in modules}:
+        modules.add("torch._dynamo")
+    return tuple(sorted(modules))
+
+
 _IDLE, _LOCK = [], threading.Lock()
 
 
 class Zygote:
     """The parent's handle on one zygote process."""
 
-    def __init__(self):
+    def __init__(self, modules=()):
+        self.modules = tuple(modules)  # what it imports besides BASE
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
         # PR_SET_PDEATHSIG follows the thread that forked: only a main thread lives as long as its process
         die_with_parent = threading.current_thread() is threading.main_thread()
-        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.zygote", str(os.getpid() if die_with_parent else 0)],
+        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.zygote", str(os.getpid() if die_with_parent else 0),
+                                      *self.modules],
                                      cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      start_new_session=True)
         self.buffer = b""
@@ -127,21 +140,38 @@ def wait_any(workers, timeout):
         time.sleep(timeout)
 
 
-def start(job_file, log_path, env, target=TARGET):
-    """Run target(Path(job_file)) in a worker forked from a warm zygote, with `env` as its whole
-    environment and its output in log_path; returns the worker's handle (pid, poll, wait, returncode)."""
+def _serves(zygote, modules):
+    """True when `zygote` has imported the packages of `modules`: a lesson's own submodules (its explorer) cost its
+    workers little, so one zygote serves every lesson of the course rather than one per lesson."""
+    return {m.split(".")[0] for m in modules} <= {m.split(".")[0] for m in zygote.modules}
+
+
+def _idle(modules):
+    """An idle zygote that serves `modules`, taken from the pool (None if there is none)."""
     with _LOCK:
-        zygote = _IDLE.pop() if _IDLE else None
-    if zygote is None or zygote.proc.poll() is not None:
-        zygote = Zygote()
+        _IDLE[:] = [z for z in _IDLE if z.proc.poll() is None]
+        for z in _IDLE:
+            if _serves(z, modules):
+                _IDLE.remove(z)
+                return z
+    return None
+
+
+def start(job_file, log_path, env, target=TARGET, modules=()):
+    """Run target(Path(job_file)) in a worker forked from a warm zygote that has imported BASE and `modules`' packages, with
+    `env` as its whole environment and its output in log_path; returns the worker's handle (pid, poll, wait,
+    returncode)."""
+    zygote = _idle(modules) or Zygote(modules)
     return zygote.start(job_file, log_path, env, target)
 
 
-def warm(n):
-    """Start zygotes until n are idle, so that their imports run while the parent does other work."""
+def warm(n, modules=()):
+    """Start zygotes until n that serve `modules` are idle, so that their imports run while the parent
+    does other work."""
     with _LOCK:
         _IDLE[:] = [z for z in _IDLE if z.proc.poll() is None]
-        _IDLE.extend(Zygote() for _ in range(n - len(_IDLE)))
+        ready = sum(_serves(z, modules) for z in _IDLE)
+        _IDLE.extend(Zygote(modules) for _ in range(n - ready))
 
 
 def close_idle():
@@ -186,10 +216,10 @@ def _child(job, log, env, target, zygote):
         os._exit(code)
 
 
-def serve(grader):
+def serve(grader, modules):
     if grader:
         _die_with(grader)
-    for name in PRELOAD:  # the imports every worker needs, done once
+    for name in (*BASE, *modules):  # the imports every worker needs, done once
         try:
             importlib.import_module(name)
         except Exception:  # noqa: BLE001: a worker that needs it imports it itself (and reports what fails)
@@ -216,4 +246,4 @@ def serve(grader):
 
 
 if __name__ == "__main__":
-    serve(int(sys.argv[1]))
+    serve(int(sys.argv[1]), sys.argv[2:])

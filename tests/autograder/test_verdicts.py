@@ -213,12 +213,21 @@ FORBID_EVASIONS = {
 }
 
 
+# the evasions that leave something in the kernel (a thread, a process, a registered operator) get a kernel of their
+# own; the others only redefine `attention`, so they share one
+LEAVE_SOMETHING = {"a thread (modes are per thread)", "a process pool started before the test", "a torch.library custom op"}
+
+
 @pytest.mark.parametrize("name", sorted(FORBID_EVASIONS))
-def test_a_forbidden_operator_is_caught_whatever_path_reaches_it(kernel, name):
+def test_a_forbidden_operator_is_caught_whatever_path_reaches_it(request, name):
+    kernel = request.getfixturevalue("kernel" if name in LEAVE_SOMETHING else "shared_kernel")
     results = grade(kernel, HONEST + "\n" + FORBID_EVASIONS[name])
     assert isinstance(results["test_attention"], AssertionError), repr(results["test_attention"])
     assert "build yourself" in str(results["test_attention"])
     assert passed(results) == ["test_linear", "test_memory", "test_softmax"]
+    ones = "torch.ones(1, 2, 4)"
+    assert run_in_kernel(kernel[1], f"F.scaled_dot_product_attention({ones}, {ones}, {ones})") == "ok", (
+        "the operator is still refused after the test: the next case in this kernel would be refused by this one")
 
 
 def test_an_honest_answer_passes_and_the_kernel_never_sees_a_test(kernel):

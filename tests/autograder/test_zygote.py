@@ -19,17 +19,19 @@ import json, os, sys
 from pathlib import Path
 here = Path(__file__).parent
 (here / "report.json").write_text(json.dumps(dict(
-    pid=os.getpid(), pgid=os.getpgid(0), sid=os.getsid(0), cwd=os.getcwd(), env=dict(os.environ),
-    grading_imported="nbgrader.apps" in sys.modules)))
+    pid=os.getpid(), ppid=os.getppid(), pgid=os.getpgid(0), sid=os.getsid(0), cwd=os.getcwd(), env=dict(os.environ),
+    grading_imported="nbgrader.apps" in sys.modules,
+    imported=[m for m in ("numpy", "torch", "torch._dynamo") if m in sys.modules])))
 print("to the log")
 """
 
 
-def run_job(tmp_path, script, env=None, name="job"):
+def run_job(tmp_path, script, env=None, name="job", modules=()):
     folder = tmp_path / name
     folder.mkdir()
     (folder / "job.py").write_text(script)
-    worker = zygote.start(folder / "job.py", folder / "worker.log", env or {"JOB_NAME": name}, target="runpy:run_path")
+    worker = zygote.start(folder / "job.py", folder / "worker.log", env or {"JOB_NAME": name}, target="runpy:run_path",
+                          modules=modules)
     return folder, worker
 
 
@@ -54,6 +56,37 @@ def test_a_zygote_is_reused_and_every_job_gets_a_new_process(tmp_path):
         pids.append(json.loads((folder / "report.json").read_text())["pid"])
     assert pids[0] != pids[1]
     assert len(zygote._IDLE) == 1, "one zygote served both jobs"
+
+
+def test_a_zygote_imports_what_its_lessons_tests_import_and_no_more(tmp_path):
+    zygote.close_idle()
+    reports = {}
+    jobs = (("small", ("numpy",)), ("torch", ("torch.nn",)), ("small-again", ("numpy",)), ("torch-again", ("torch",)))
+    for name, modules in jobs:
+        folder, worker = run_job(tmp_path, REPORT, name=name, modules=zygote.preload(modules))
+        assert worker.wait() == 0
+        reports[name] = json.loads((folder / "report.json").read_text())
+    assert reports["small"]["imported"] == ["numpy"], "a lesson without torch does not wait for torch"
+    assert reports["torch"]["imported"] == ["numpy", "torch", "torch._dynamo"], "torch comes with torch._dynamo"
+    assert reports["small-again"]["ppid"] == reports["small"]["ppid"] != reports["torch"]["ppid"]
+    assert reports["torch-again"]["ppid"] == reports["torch"]["ppid"], "one zygote serves every module of a package"
+    assert len(zygote._IDLE) == 2
+
+
+def test_the_modules_of_a_grading_run_are_what_its_lessons_set_up_imports(tmp_path):
+    import shutil
+
+    from autograder.grading import test_modules
+    from tests.autograder import tiny
+    from tests.nbtools import LESSONS, SOLUTIONS
+    for lesson in (tiny.LESSON, LESSONS[0]):
+        (tmp_path / "source" / lesson).mkdir(parents=True)
+    tiny.write_lesson(tmp_path / "source" / tiny.LESSON / f"{tiny.LESSON}.ipynb")
+    shutil.copy(SOLUTIONS / f"{LESSONS[0]}.ipynb", tmp_path / "source" / LESSONS[0])
+    assert test_modules(tmp_path, [tiny.LESSON]) == ("numpy", "time")
+    modules = test_modules(tmp_path, [LESSONS[0]])
+    assert {"torch", "torch._dynamo", "course_utils"} <= set(modules) and "numpy" not in modules
+    assert test_modules(tmp_path, [LESSONS[0], "no_such_lesson"]) == modules, "a missing source is for its worker to report"
 
 
 def test_a_failing_job_reports_its_exit_status_and_traceback(tmp_path):

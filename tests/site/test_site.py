@@ -91,6 +91,12 @@ def site_files(html_dir):
 
 
 @functools.lru_cache(maxsize=None)
+def published_texts(html_dir):
+    """[(path in the site, readable_text)] of every file the site publishes, read once for every lesson's scan."""
+    return [(rel, readable_text(path)) for rel, path in site_files(html_dir)]
+
+
+@functools.lru_cache(maxsize=None)
 def published():
     """Every student copy: a line in one of them is public (lesson 02 gives lesson 01's encoder ready-made)."""
     return [load(NOTEBOOKS / f"{lesson}.ipynb") for lesson in LESSONS]
@@ -168,8 +174,7 @@ def test_no_solution_or_hidden_test_line_anywhere_in_the_site(html_dir, lesson):
     solution = load(SOLUTIONS / f"{lesson}.ipynb")
     if any("BEGIN SOLUTION" in c.source or "BEGIN HIDDEN TESTS" in c.source for c in solution.cells):
         assert lines, f"no secret line found in {lesson}: the scan would check nothing"
-    leaks = [(rel, line) for rel, path in site_files(html_dir)
-             for line in site.leaked_lines(readable_text(path), lines)]
+    leaks = [(rel, line) for rel, text in published_texts(html_dir) for line in site.leaked_lines(text, lines)]
     assert leaks == [], f"{len(leaks)} line(s) of a solution or hidden test published, e.g. {leaks[:3]}"
 
 
