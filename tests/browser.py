@@ -170,7 +170,7 @@ class ConsoleLog:
     """Console messages and uncaught page errors; failed loads of other hosts' resources are expected."""
 
     def __init__(self, page, app="lab"):
-        self.app = app
+        self.app, self.page = app, page
         self.messages, self.errors = [], []
         page.on("console", self._console)
         page.on("pageerror", self._uncaught)
@@ -194,6 +194,11 @@ class ConsoleLog:
         if self._known(message.text, url):
             return
         self.errors.append(f"{message.text}  ({url})")
+
+    def close(self):
+        """Stop listening (the page goes on to its next notebook, whose messages are that notebook's)."""
+        self.page.remove_listener("console", self._console)
+        self.page.remove_listener("pageerror", self._uncaught)
 
     def _known(self, text, where):
         """Whether an error is one of KNOWN_ERRORS: this app's, with that text, from that script or URL."""
@@ -221,6 +226,20 @@ KERNEL_IDLE_JS = """() => {
   const kernel = w && w.sessionContext && w.sessionContext.session && w.sessionContext.session.kernel;
   return !!kernel && kernel.status === 'idle' && kernel.connectionStatus === 'connected';
 }"""
+
+
+# JavaScript: close every tab of the JupyterLab in this page (each notebook saved already) and open `path` in it,
+# as a student opening the next lesson from the file browser does; the page and the app stay loaded
+OPEN_NEXT_JS = """async (path) => {
+  const app = window.jupyterapp;
+  await app.commands.execute('application:close-all');
+  await app.commands.execute('docmanager:open', {path});
+}"""
+
+
+def open_next(page, path_in_root):
+    """Open another notebook in the JupyterLab already loaded in `page`, in place of what it showed."""
+    page.evaluate(OPEN_NEXT_JS, path_in_root)
 
 
 def start_run_all(page):

@@ -22,11 +22,12 @@ import tempfile
 import time
 from pathlib import Path
 
-import nbformat
-from nbclient.exceptions import CellTimeoutError, DeadKernelError
-
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
+import autograder  # noqa: E402, F401: first, so that nbformat's jsonschema does not build its IRI parsers (lazy_iri.py)
+import nbformat  # noqa: E402
+from nbclient.exceptions import CellTimeoutError, DeadKernelError  # noqa: E402
+
 from autograder.nbrun import NotebookClient  # noqa: E402: nbclient's, without the missed-reply stalls
 SOLUTIONS = REPO / "solutions"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"

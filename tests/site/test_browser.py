@@ -60,17 +60,23 @@ def explorer_cells(lesson):
             if c.cell_type == "code" and "course_utils.explorers" in c.source]
 
 
-def _open_and_run(server, chromium, url_path):
-    """Open a notebook in a new page and start Run All; what _finish needs."""
-    page = chromium.new_page()
-    console = b.ConsoleLog(page, server.app)
-    page.goto(server.url(url_path))
+def _open_and_run(server, chromium, url_path, page=None):
+    """Open a notebook (in a new page, or in the JupyterLab `page` already shows) and start Run All; what _finish
+    needs."""
+    if page is None:
+        page = chromium.new_page()
+        console = b.ConsoleLog(page, server.app)
+        page.goto(server.url(url_path))
+    else:
+        console = b.ConsoleLog(page, server.app)
+        b.open_next(page, url_path.removeprefix("lab/tree/"))
     b.start_run_all(page)
     return dict(page=page, console=console)
 
 
-def _finish(server, run, shots, save_as=None):
-    """Wait for the run, poke every explorer, save with Ctrl+S to `save_as` if given; what the tests check."""
+def _finish(server, run, shots, save_as=None, keep_page=False):
+    """Wait for the run, poke every explorer, save with Ctrl+S to `save_as` if given; what the tests check.
+    With `keep_page`, the page stays open (and its console log listening) for the next notebook."""
     page, console = run.pop("page"), run["console"]
     try:
         cells = b.wait_run_all(page)
@@ -83,35 +89,56 @@ def _finish(server, run, shots, save_as=None):
                     count=count, problems=problems)
     except Exception:
         page.screenshot(path=f"{shots}_FAILED.png")
+        keep_page = False
         raise
     finally:
         console.write(f"{shots}_console.log")
-        page.close()
+        if not keep_page:
+            console.close()
+            page.close()
 
 
 @pytest.fixture(scope="module")
 def lab_runs(lab, chromium, artifacts, released_course):
     """{lesson: what happened}: each lesson's filled-in release copy run, explored and saved in JupyterLab,
-    two lessons at a time (two pages, two kernels: one runs while the other is explored)."""
-    runs = {}
+    two lessons at a time (two pages, two kernels: one runs while the other is explored). Each page goes on to
+    its next lesson in the JupyterLab it has loaded, as a student opens the next notebook."""
+    runs, pages = {}, [None, None]
     for pair in (LESSONS[i:i + 2] for i in range(0, len(LESSONS), 2)):
         started = {}
-        for lesson in pair:
+        for slot, lesson in enumerate(pair):
             try:
                 filled = fill_solutions(load(released_course / "release" / lesson / f"{lesson}.ipynb"),
                                         load(SOLUTIONS / f"{lesson}.ipynb"))
                 nbformat.write(filled, str(lab.root / f"{lesson}.ipynb"))
-                started[lesson] = dict(_open_and_run(lab, chromium, f"lab/tree/{lesson}.ipynb"), filled=filled)
+                started[lesson] = dict(_open_and_run(lab, chromium, f"lab/tree/{lesson}.ipynb", pages[slot]),
+                                       filled=filled, slot=slot)
+                pages[slot] = started[lesson]["page"]
             except Exception as e:  # noqa: BLE001: this lesson's test reports it; the others still run
                 runs[lesson] = dict(error=e)
+                pages[slot] = _closed(pages[slot])
         for lesson, run in started.items():
+            slot = run.pop("slot")
             try:
-                runs[lesson] = _finish(lab, run, str(artifacts / f"lab_{lesson}"), save_as=f"{lesson}.ipynb")
+                runs[lesson] = _finish(lab, run, str(artifacts / f"lab_{lesson}"), save_as=f"{lesson}.ipynb",
+                                       keep_page=True)
                 runs[lesson]["saved"] = load(lab.root / f"{lesson}.ipynb")
             except Exception as e:  # noqa: BLE001
                 runs[lesson] = dict(error=e)
+                pages[slot] = None  # _finish closed it: the next lesson gets a new page
+        for lesson in started:  # what a page says from here on (its notebook closing too) is its next lesson's
+            if "console" in runs[lesson]:
+                runs[lesson]["console"].close()
         lab.shutdown_kernels()
+    for page in pages:
+        _closed(page)
     return runs
+
+
+def _closed(page):
+    if page is not None and not page.is_closed():
+        page.close()
+    return None
 
 
 @pytest.fixture(scope="module")
