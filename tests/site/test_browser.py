@@ -32,6 +32,9 @@ NOTEBOOK7_LESSON = "01_seq2seq_bottleneck"
 # exactly the graded content of its filled-in copy (cells, ids, sources, nbgrader metadata), which the graded
 # class (tests/graded_class.py) grades full marks as its `complete` submission
 ROUND_TRIP = (LESSONS[0], LESSONS[-1])
+# lessons run in JupyterLab at once: while one is explored (its waits for a quiet kernel and a quiet explorer), the
+# other's kernel runs (three at once took as long on two cores)
+AT_ONCE = 2
 
 
 @pytest.fixture(scope="module")
@@ -101,12 +104,12 @@ def _finish(server, run, shots, save_as=None, keep_page=False):
 @pytest.fixture(scope="module")
 def lab_runs(lab, chromium, artifacts, released_course):
     """{lesson: what happened}: each lesson's filled-in release copy run, explored and saved in JupyterLab,
-    two lessons at a time (two pages, two kernels: one runs while the other is explored). Each page goes on to
+    AT_ONCE lessons at a time (a page and a kernel each: the others run while one is explored). Each page goes on to
     its next lesson in the JupyterLab it has loaded, as a student opens the next notebook."""
-    runs, pages = {}, [None, None]
-    for pair in (LESSONS[i:i + 2] for i in range(0, len(LESSONS), 2)):
+    runs, pages = {}, [None] * AT_ONCE
+    for group in (LESSONS[i:i + AT_ONCE] for i in range(0, len(LESSONS), AT_ONCE)):
         started = {}
-        for slot, lesson in enumerate(pair):
+        for slot, lesson in enumerate(group):
             try:
                 filled = fill_solutions(load(released_course / "release" / lesson / f"{lesson}.ipynb"),
                                         load(SOLUTIONS / f"{lesson}.ipynb"))
