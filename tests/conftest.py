@@ -31,13 +31,31 @@ def graded_class(released_course, solution_runs, tmp_path_factory):
     return build(released_course, solution_runs, tmp_path_factory.mktemp("class"))
 
 
+# The groups xdist hands out first, in this order (pyproject.toml's addopts keep the collection's order: each worker
+# starts with two groups, then takes the next as one ends). The suite is CPU-bound, except where a test waits (a fork
+# bomb's 12 s, a hung kernel's timeout, a Dask worker killed, Ctrl-C): those go beside the mistakes, whose two
+# processes keep both cores busy, rather than at the end, where their waits left a core idle. Then the long groups,
+# so that the last to be handed out are short.
+FIRST = ["tests/lessons/test_mistakes.py", "tests/autograder/test_sandbox.py", "graded_class",
+         "tests/autograder/test_class.py", "tests/autograder/test_cluster.py", "tests/autograder/test_nbgrader.py",
+         "tests/site/test_browser.py", "tests/site/test_site.py", "tests/site/test_colab_env.py",
+         "tests/autograder/test_verdicts.py", "tests/autograder/test_formgrader.py"]
+
+
+def _group(item):
+    return "graded_class" if "graded_class" in item.fixturenames else item.nodeid.split("::")[0]
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
 def pytest_collection_modifyitems(config, items):
     """Under pytest-xdist (`--dist loadgroup`, set in pyproject.toml's addopts), the tests that read the one graded
-    class run in one worker, and every other module's tests together (its module-scoped fixtures built once)."""
+    class run in one worker, and every other module's tests together (its module-scoped fixtures built once); the
+    groups of FIRST are handed out first."""
     for item in items:
-        shared = "graded_class" if "graded_class" in item.fixturenames else item.nodeid.split("::")[0]
-        item.add_marker(pytest.mark.xdist_group(shared))
+        item.add_marker(pytest.mark.xdist_group(_group(item)))
+    if hasattr(config, "workerinput"):  # an xdist worker: every worker sorts its collection the same way
+        rank = {group: i for i, group in enumerate(FIRST)}
+        items.sort(key=lambda item: rank.get(_group(item), len(FIRST)))
 
 
 def pytest_terminal_summary(terminalreporter):
