@@ -218,7 +218,7 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
     todo = to_grade(course_root, lessons, students, force, log)
     if not todo:
         return []
-    modules = test_modules(course_root, {lesson for lesson, _ in todo})
+    modules = setup_modules(course_root, {lesson for lesson, _ in todo})
     zygote.warm(min(max(1, jobs), len(todo)), modules)  # their imports run while the probe does
     settings, sandbox_warnings = probe(sandbox_settings(course_root, limits))  # a Dask worker passes a cached probe
     for w in sandbox_warnings:
@@ -270,9 +270,9 @@ def to_grade(course_root, lessons, students, force, log):
     return todo
 
 
-def test_modules(course_root, lessons):
-    """What the grader-side tests of `lessons` import (their set-up's imports, zygote.preload): the workers'
-    zygotes import it once."""
+def setup_modules(course_root, lessons):
+    """What the grader-side tests of `lessons` import (their set-up's imports, with zygote.preload's additions): the
+    workers' zygotes import it once."""
     modules = set()
     for lesson in sorted(lessons):
         try:

@@ -16,8 +16,8 @@ is not made to wait for it (about 4 CPU-s a zygote).
 
 Protocol, one JSON object per line: the parent writes {"job", "log", "env", "target"}; the zygote
 forks, answers {"pid"}, waits for the child and answers {"exit"} (the exit status, negative
-for a signal). A zygote serves one job at a time; the parent keeps one per job slot, idle
-ones are reused by the next grade() in the same process, and each exits when the parent's
+for a signal). A zygote serves one job at a time; the parent keeps one per job slot (and set of
+modules), idle ones are reused by the next grade() in the same process, and each exits when the parent's
 end of its pipe closes. Parent-death signals chain grader -> zygote -> worker -> kernel
 launcher, so a grader killed outright (SIGKILL) takes its running jobs with it (the zygote's
 link only when the grader made it from its main thread: the signal follows the thread).

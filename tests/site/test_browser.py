@@ -128,7 +128,7 @@ def lab_runs(lab, chromium, artifacts, released_course):
                 runs[lesson]["saved"] = load(lab.root / f"{lesson}.ipynb")
             except Exception as e:  # noqa: BLE001
                 runs[lesson] = dict(error=e)
-                pages[slot] = None  # _finish closed it: the next lesson gets a new page
+                pages[slot] = _closed(pages[slot])  # the next lesson on this slot gets a new page
         for lesson in started:  # what a page says from here on (its notebook closing too) is its next lesson's
             if "console" in runs[lesson]:
                 runs[lesson]["console"].close()
