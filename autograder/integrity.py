@@ -84,10 +84,13 @@ WATCHED = [f"builtins.{name}" for name in BUILTINS] + [
     "torch.autograd.profiler.record_function.__exit__", "torch._C._profiler._ExperimentalConfig",
     "torch.autograd.profiler.profile._parse_kineto_results", "sys.addaudithook", "sys.setprofile", "sys.getprofile",
     "threading.setprofile", "torch.Tensor.numel",
+    # the entry of the grader's requests (remote.kernel_expression), and the context managers forbid's refusals are
+    "marshal.loads", "binascii.a2b_base64", "binascii.b2a_base64", "importlib.util.MAGIC_NUMBER",
+    "contextlib._GeneratorContextManager.__enter__", "contextlib._GeneratorContextManager.__exit__",
     "ipykernel.zmqshell.ZMQInteractiveShell._showtraceback", "ipykernel.ipkernel.IPythonKernel.do_execute",
     "ipykernel.kernelbase.Kernel.execute_request", "IPython.core.compilerop.CachingCompiler.__call__",
     "IPython.core.compilerop.CachingCompiler.ast_parse"]
-IMPORTS = ["numpy", "numpy.testing", "numpy.linalg", "torch", "torch.testing", "torch.nn", "torch.nn.functional",
+IMPORTS = ["marshal", "binascii", "importlib.util", "contextlib", "numpy", "numpy.testing", "numpy.linalg", "torch", "torch.testing", "torch.nn", "torch.nn.functional",
            "torch.overrides", "torch.utils._python_dispatch", "torch.library", "math", "course_utils", "course_utils.memory", "course_utils.allocations", "torch.autograd.profiler", "IPython.core.interactiveshell", "IPython.core.compilerop", "ipykernel.zmqshell",
            "ipykernel.ipkernel"]
 MAX_ANSWER_CHARS = 8 * 2**20  # the check's answer is a few hundred kilobytes

@@ -20,19 +20,120 @@ bytecode) and run in a fresh namespace (`serve` below), as a user expression of 
 so there is nothing stored in the kernel that a cell could replace except the handle table.
 Whatever the student's code changes here, it can only change the data it sends back, which is
 its own answer: the comparison happens in the grader's process.
+
+What reads the request and writes the answer is fixed before any student code runs, not looked up
+by a name the student's code could rebind: the built-ins this code uses are checked to be C's own
+(remote.kernel_expression hands them over, or the request is answered "Tampered"), the request is
+read by C's own `_pickle.Unpickler` (found among object's subclasses by flags no Python class can
+have), base64 is binascii's C functions, and the answer's JSON is written here (`_json`). So
+pickle, json, base64, io or contextlib patched in the kernel change nothing a request does.
 """
-import base64
-import builtins
-import contextlib
-import io
-import json
-import pickle
 import sys
 
 MAX_ANSWER_BYTES = 16 * 2**20  # the largest answer of any lesson's tests is about 0.2 MB
+MAX_NODES = 200_000  # values in one answer (containers, items, tensors): past it, an answer too large
 BUILTIN_ERRORS = ("ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
                   "NotImplementedError OverflowError RecursionError RuntimeError TypeError "
                   "ValueError ZeroDivisionError MemoryError").split()
+_ERROR_CLASSES = {klass.__name__: klass for klass in (
+    ArithmeticError, AssertionError, AttributeError, IndexError, KeyError, LookupError, NameError, NotImplementedError,
+    OverflowError, RecursionError, RuntimeError, TypeError, ValueError, ZeroDivisionError, MemoryError, StopIteration)}
+
+
+# ------------------------------------------------------------------ the tools, as C made them
+
+_type = (0).__class__.__class__  # `type`, from a literal: no name a cell could rebind
+_FLAGS = _type.__dict__["__flags__"].__get__
+_IMMUTABLE = 1 << 8  # Py_TPFLAGS_IMMUTABLETYPE: only C code makes such a class, and its name cannot change
+_BUILTIN_FUNCTION = _type([].append)
+
+
+class Tampered(Exception):
+    """What this side reads or writes with is not what C made (a patched module): the answer says so."""
+
+
+def _c_class(module, name):
+    """The class C code made as module.name: among object's direct subclasses, never through a module attribute."""
+    for klass in _type.__subclasses__(object):
+        if _type(klass) is _type and _FLAGS(klass) & _IMMUTABLE and klass.__module__ == module \
+                and klass.__name__ == name:
+            return klass
+    raise Tampered(f"{module}.{name}")
+
+
+def _c_function(module, name):
+    """module.name, if it is C's own built-in function of that name (a Python replacement is not)."""
+    found = getattr(sys.modules.get(module), name, None)
+    if _type(found) is not _BUILTIN_FUNCTION or found.__name__ != name:
+        raise Tampered(f"{module}.{name}")
+    return found
+
+
+def _b64decode(text):
+    return _c_function("binascii", "a2b_base64")(text)
+
+
+def _b64encode(data):
+    return _c_function("binascii", "b2a_base64")(data, newline=False).decode("ascii")
+
+
+class _Reader:
+    """The file a pickle is read from: this code's own, fresh with each request."""
+
+    def __init__(self, data):
+        self.data, self.at = bytes(data), 0
+
+    def read(self, n=-1):
+        end = len(self.data) if n is None or n < 0 else self.at + n
+        chunk, self.at = self.data[self.at:end], min(end, len(self.data))
+        return chunk
+
+    def readline(self):
+        end = self.data.find(b"\n", self.at)
+        return self.read(len(self.data) - self.at if end < 0 else end + 1 - self.at)
+
+
+def _load(data):
+    """A request's pickle read by C's own Unpickler; handles and lent objects by their ids."""
+
+    class Unpickler(_c_class("_pickle", "Unpickler")):
+        def persistent_load(self, pid):
+            if pid[0] == "g":
+                return Lent(int(pid[1]), str(pid[2]))
+            return _table()[pid[1]]
+
+    return Unpickler(_Reader(data)).load()
+
+
+_JSON_ESCAPES = {**{i: "\\u%04x" % i for i in range(32)}, 34: '\\"', 92: "\\\\"}
+
+
+def _json(value):
+    """JSON text of plain data (None, bools, str, int, lists, tuples, str-keyed dicts), written here."""
+    kind = _type(value)
+    if value is None:
+        return "null"
+    if kind is bool:
+        return "true" if value else "false"
+    if kind is str:
+        return '"' + str.translate(value, _JSON_ESCAPES) + '"'
+    if kind is int:
+        return int.__repr__(value)
+    if kind is list or kind is tuple:
+        return "[" + ",".join([_json(v) for v in value]) + "]"
+    if kind is dict:
+        return "{" + ",".join([_json(str(k)) + ":" + _json(v) for k, v in dict.items(value)]) + "}"
+    raise TypeError(f"not plain data: {kind.__name__}")
+
+
+class _Sink:
+    """Where the student's prints go during a request: nowhere."""
+
+    def write(self, text):
+        return len(text)
+
+    def flush(self):
+        pass
 
 
 def _table():
@@ -99,16 +200,14 @@ def _ask_grader(op, lent, args=(), kwargs=None):
     ask = _LENDING["ask"]
     if ask is None:
         raise RuntimeError(f"the test's {lent._label} was lent only for the call it was passed to")
-    question = json.dumps({"op": op, "id": lent._number, "args": encode(list(args)), "kwargs": encode(dict(kwargs or {}))})
-    kind, value = _Unpickler(io.BytesIO(base64.b64decode(ask(question)))).load()
+    question = _json({"op": op, "id": lent._number, "args": encode(list(args)), "kwargs": encode(dict(kwargs or {}))})
+    kind, value = _load(_b64decode(ask(question)))
     while kind == "request":  # the lent object uses this notebook's objects: serve that, then ask again
-        answer = json.dumps({"op": "answer", "text": _serve(value, _LENDING["namespace"])})
-        kind, value = _Unpickler(io.BytesIO(base64.b64decode(ask(answer)))).load()
+        answer = _json({"op": "answer", "text": _serve(value, _LENDING["namespace"])})
+        kind, value = _load(_b64decode(ask(answer)))
     if kind == "ok":
         return value
-    error = getattr(builtins, str(value), None)
-    if not (isinstance(error, type) and issubclass(error, Exception)):
-        error = RuntimeError
+    error = _ERROR_CLASSES.get(str(value), RuntimeError)
     raise error(f"the test's {lent._label} raised {value} (run this test cell in your notebook to see why)")
 
 
@@ -151,13 +250,6 @@ def _call_in_graph(lent, args, kwargs):
     return LentCall.apply(*(given[i] for i in inputs))
 
 
-class _Unpickler(pickle.Unpickler):
-    def persistent_load(self, pid):
-        if pid[0] == "g":
-            return Lent(int(pid[1]), str(pid[2]))
-        return _table()[pid[1]]
-
-
 def _keep(value):
     table = _table()
     number = len(table) + 1
@@ -165,10 +257,14 @@ def _keep(value):
     return number
 
 
-def encode(value, depth=0):
+def encode(value, depth=0, budget=None):
     """Plain data as JSON-able structures; anything else stays here and goes out as a handle."""
     import numpy as np
     torch = sys.modules.get("torch")
+    budget = [MAX_NODES] if budget is None else budget
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise TooLarge("an answer of too many values")
     if depth > 20:
         return {"t": "handle", "id": _keep(value), "kind": type(value).__name__[:60]}
     if value is None or type(value) in (bool, str):
@@ -188,7 +284,7 @@ def encode(value, depth=0):
             raise TooLarge("an answer too large to send")
         array = tensor.contiguous().numpy()
         return {"t": "tensor", "dtype": str(array.dtype), "as": original, "shape": list(array.shape),
-                "b64": base64.b64encode(array.tobytes()).decode()}
+                "b64": _b64encode(array.tobytes())}
     if type(value) is np.ndarray:
         if value.nbytes > MAX_ANSWER_BYTES // 2:
             raise TooLarge("an answer too large to send")
@@ -196,22 +292,22 @@ def encode(value, depth=0):
         if array.dtype.hasobject:
             return {"t": "handle", "id": _keep(value), "kind": "ndarray(object)"}
         return {"t": "ndarray", "dtype": str(array.dtype), "shape": list(array.shape),
-                "b64": base64.b64encode(array.tobytes()).decode()}
+                "b64": _b64encode(array.tobytes())}
     if isinstance(value, np.generic) and type(value).__module__ == "numpy" and not isinstance(value, np.object_):
         array = np.asarray(value)
-        return {"t": "npscalar", "dtype": str(array.dtype), "b64": base64.b64encode(array.tobytes()).decode()}
+        return {"t": "npscalar", "dtype": str(array.dtype), "b64": _b64encode(array.tobytes())}
     if torch is not None and type(value) is torch.dtype:
         return {"t": "dtype", "v": str(value).replace("torch.", "")}
     if torch is not None and type(value) is torch.device:
         return {"t": "device", "v": str(value)}
     if type(value) is slice:
-        return {"t": "slice", "items": [encode(v, depth + 1) for v in (value.start, value.stop, value.step)]}
+        return {"t": "slice", "items": [encode(v, depth + 1, budget) for v in (value.start, value.stop, value.step)]}
     if torch is not None and type(value) is torch.Size:
-        return {"t": "tuple", "items": [encode(int(s), depth + 1) for s in value]}
+        return {"t": "tuple", "items": [encode(int(s), depth + 1, budget) for s in value]}
     if type(value) in (tuple, list) or (isinstance(value, tuple) and hasattr(type(value), "_fields")):
-        return {"t": "list" if type(value) is list else "tuple", "items": [encode(v, depth + 1) for v in value]}
+        return {"t": "list" if type(value) is list else "tuple", "items": [encode(v, depth + 1, budget) for v in value]}
     if type(value) is dict and all(type(k) in (str, int) for k in value):
-        return {"t": "dict", "items": [[encode(k, depth + 1), encode(v, depth + 1)] for k, v in value.items()]}
+        return {"t": "dict", "items": [[encode(k, depth + 1, budget), encode(v, depth + 1, budget)] for k, v in value.items()]}
     return {"t": "handle", "id": _keep(value), "kind": type(value).__name__[:60]}
 
 
@@ -250,42 +346,62 @@ def _changed(before, in_place=False):
     return {key: encode(before[key][0]) for key in out} if in_place else out
 
 
-@contextlib.contextmanager
-def _forbidding(names):
+class _Stack:
+    """Context managers entered one by one and left in reverse (contextlib's ExitStack, as this code's own)."""
+
+    def __init__(self):
+        self.entered = []
+
+    def enter(self, manager):
+        value = _type(manager).__enter__(manager)
+        self.entered.append(manager)
+        return value
+
+    def close(self, error=None):
+        """Leave every block; re-raises `error` (or what a block's exit raised instead)."""
+        while self.entered:
+            manager = self.entered.pop()
+            try:
+                _type(manager).__exit__(manager, None if error is None else _type(error), error,
+                                        None if error is None else error.__traceback__)
+            except BaseException as e:  # noqa: BLE001: as a with statement would, the later error wins
+                error = e
+        if error is not None:
+            raise error
+
+
+def _forbidding(stack, names):
     """The test's forbidden operators refused during the call: by modes in this thread (which name the function
     the code called) and, in a grading kernel, by the dispatcher in every thread (no thread, custom op or
     disabled mode gets past it). Not in the grader's own process (the in-process transport of tests), where the
     test's lent objects run beside the call and may use them."""
     if not names:
-        yield
         return
     import course_utils.checks as checks
-    every_thread = checks.forbidden_in_every_thread(*names) if _LENDING["in_kernel"] else contextlib.nullcontext()
-    with every_thread, checks.forbidden_ops(*names):
-        yield
+    if _LENDING["in_kernel"]:
+        stack.enter(checks.forbidden_in_every_thread(*names))
+    stack.enter(checks.forbidden_ops(*names))
 
 
-@contextlib.contextmanager
-def _measuring(meters):
+def _measuring(stack, meters):
     """What the call does, measured as the test asked: "memory", the tensors it allocates (as
     course_utils.memory.TensorMemory counts them, and as allocations.AllocatedMemory counts them one level lower,
     where TorchScript and autograd's own operators are seen too: the larger figures count); "work", its Triton
-    kernels' loads, stores and tile products (as course_utils.kernels.count_work counts them). Yields
+    kernels' loads, stores and tile products (as course_utils.kernels.count_work counts them). Returns
     {meter: measurement}. In a grading kernel a memory measurement also notes work its meters (this thread's
     torch modes) cannot see: "unseen", a list of UNSEEN's words."""
     meters = meters if type(meters) is tuple else ()
-    with contextlib.ExitStack() as stack:
-        taken = {}
-        if "memory" in meters:
-            from course_utils.allocations import AllocatedMemory
-            from course_utils.memory import TensorMemory
-            if _LENDING["in_kernel"]:
-                taken["unseen"] = stack.enter_context(_work_elsewhere())
-            taken["memory"] = (stack.enter_context(TensorMemory()), stack.enter_context(AllocatedMemory()))
-        if "work" in meters:
-            from course_utils.kernels import count_work
-            taken["work"] = stack.enter_context(count_work(own=True))
-        yield taken
+    taken = {}
+    if "memory" in meters:
+        from course_utils.allocations import AllocatedMemory
+        from course_utils.memory import TensorMemory
+        if _LENDING["in_kernel"]:
+            taken["unseen"] = stack.enter(_WorkElsewhere())
+        taken["memory"] = (stack.enter(TensorMemory()), stack.enter(AllocatedMemory()))
+    if "work" in meters:
+        from course_utils.kernels import count_work
+        taken["work"] = stack.enter(count_work(own=True))
+    return taken
 
 
 _CALL_MARK = "autograder::measured_call"
@@ -299,38 +415,47 @@ _BRIDGES = {"numpy", "tolist", "untyped_storage", "data_ptr", "__array__"}  # a 
 _BRIDGE_MIN = 1024  # elements: a test's inputs are larger, an index or a scalar is not
 
 
-@contextlib.contextmanager
-def _work_elsewhere():
-    """Yields a list that gets, as the block ends, the UNSEEN words of what the call did out of its memory
+class _WorkElsewhere:
+    """Entered, a list that gets, as the block ends, the UNSEEN words of what the call did out of its memory
     meters' sight (they watch torch calls in this thread): torch operators on another thread (PyTorch's profiler,
     watching every thread), a process started or running (an audit hook), a tensor taken to numpy or a list
     (`_bridge_watch`, a profile hook), that hook switched off."""
-    import threading
 
-    from torch._C._profiler import _ExperimentalConfig
-    from torch.autograd.profiler import profile, record_function  # (torch.profiler's imports torch._dynamo: 2 s)
+    def __enter__(self):
+        import threading
 
-    import course_utils.checks as checks
-    unseen, (watch, bridged) = [], _bridge_watch()
-    every_thread = getattr(threading, "setprofile_all_threads", None)  # Python 3.12: threads already running too
-    before, before_threads = sys.getprofile(), threading.getprofile()
-    with checks.processes_started() as started, \
-            profile(use_kineto=True, experimental_config=_ExperimentalConfig(profile_all_threads=True)) as profiler:
-        threading.setprofile(watch)  # threads started during the call
-        sys.setprofile(watch)
-        if every_thread:
-            every_thread(watch)
+        from torch._C._profiler import _ExperimentalConfig
+        from torch.autograd.profiler import profile, record_function  # (torch.profiler's imports torch._dynamo: 2 s)
+
+        import course_utils.checks as checks
+        self.unseen, (self.watch, self.bridged) = [], _bridge_watch()
+        self.every_thread = getattr(threading, "setprofile_all_threads", None)  # Python 3.12: threads running too
+        self.threading, self.before, self.before_threads = threading, sys.getprofile(), threading.getprofile()
+        self.inner = _Stack()
+        self.started = self.inner.enter(checks.processes_started())
+        self.profiler = self.inner.enter(profile(use_kineto=True,
+                                                 experimental_config=_ExperimentalConfig(profile_all_threads=True)))
+        threading.setprofile(self.watch)  # threads started during the call
+        sys.setprofile(self.watch)
+        if self.every_thread:
+            self.every_thread(self.watch)
+        self.inner.enter(record_function(_CALL_MARK))
+        return self.unseen
+
+    def __exit__(self, kind, error, traceback):
+        mark = self.inner.entered.pop()  # the call's mark ends first, then the watch, then the profiler
         try:
-            with record_function(_CALL_MARK):
-                yield unseen
+            _type(mark).__exit__(mark, None, None, None)
         finally:
-            watched = sys.getprofile() is watch
-            if every_thread:
-                every_thread(None)
-            sys.setprofile(before)
-            threading.setprofile(before_threads)
-    unseen += ["process"] * bool(started) + ["numpy"] * bool(bridged) + ["unwatched"] * (not watched)
-    unseen += ["thread"] * _operators_on_other_threads(profiler)
+            watched = sys.getprofile() is self.watch
+            if self.every_thread:
+                self.every_thread(None)
+            sys.setprofile(self.before)
+            self.threading.setprofile(self.before_threads)
+            self.inner.close()
+        self.unseen += ["process"] * bool(self.started) + ["numpy"] * bool(self.bridged) + \
+            ["unwatched"] * (not watched)
+        self.unseen += ["thread"] * _operators_on_other_threads(self.profiler)
 
 
 def _bridge_watch():
@@ -408,22 +533,25 @@ def _other(op, obj, args):
     raise ValueError(f"unknown request {op!r}")
 
 
-@contextlib.contextmanager
-def _standing_in(namespace, parts):
+class _StandingIn:
     """The test's parts (lent) bound to their names in the notebook's namespace while the request runs."""
-    if type(parts) is not dict or not all(type(name) is str and isinstance(part, Lent) for name, part in parts.items()):
-        raise TypeError("stand-ins must be lent parts")
-    missing = object()
-    saved = {name: namespace.get(name, missing) for name in parts}
-    namespace.update(parts)
-    try:
-        yield
-    finally:
-        for name, value in saved.items():
-            if value is missing:
-                namespace.pop(name, None)
+
+    def __init__(self, namespace, parts):
+        if type(parts) is not dict or not all(type(name) is str and type(part) is Lent for name, part in parts.items()):
+            raise TypeError("stand-ins must be lent parts")
+        self.namespace, self.parts = namespace, parts
+
+    def __enter__(self):
+        self.missing = object()
+        self.saved = {name: self.namespace.get(name, self.missing) for name in self.parts}
+        self.namespace.update(self.parts)
+
+    def __exit__(self, kind, error, traceback):
+        for name, value in self.saved.items():
+            if value is self.missing:
+                self.namespace.pop(name, None)
             else:
-                namespace[name] = value
+                self.namespace[name] = value
 
 
 def serve(request, namespace, ask_grader=None):
@@ -439,41 +567,88 @@ def serve(request, namespace, ask_grader=None):
 
 def _serve(request, namespace):
     try:
-        op, target, args, kwargs, forbidden, meters, in_place, stand_ins = _Unpickler(io.BytesIO(request)).load()
+        op, target, args, kwargs, forbidden, meters, in_place, stand_ins = _load(request)
+    except Tampered:
+        return _TAMPERED
     except Exception as e:  # noqa: BLE001: the grader sent what this kernel cannot read: the grader's problem
-        return json.dumps({"ok": False, "grader": f"the kernel could not read the request ({type(e).__name__})"})
-    changed, measured = [], {}
+        return _json({"ok": False, "grader": f"the kernel could not read the request ({_type(e).__name__})"})
     try:
-        with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()), \
-                _standing_in(namespace, stand_ins):
-            if op == "get":
-                if target not in namespace:
-                    raise NameError(target)
-                value = namespace[target]
-            elif op in ("call", "grads"):
-                obj = _table()[target]
-                before = _arrays(args, kwargs) if op == "call" else {}
-                with _forbidding(forbidden), _measuring(meters) as measured:
-                    if op == "call":
-                        value = obj(*args, **kwargs)
-                    else:  # args: (call args, call kwargs, grad_output)
-                        value = _grads(obj, args[0], args[1], args[2])
-                changed = _changed(before, in_place)
-            else:
-                obj = _table()[target]
-                with _forbidding(forbidden):
-                    value = _other(op, obj, args)
-        answer = {"ok": True, "value": encode(value), "changed": changed, **_measurements(measured)}
+        answer = _answer(op, target, args, kwargs, forbidden, meters, in_place, stand_ins, namespace)
     except BaseException as e:  # noqa: BLE001: the student's error is reported as its kind only
-        kind = next((k.__name__ for k in type(e).__mro__ if k.__name__ in BUILTIN_ERRORS), "Exception")
-        if type(e).__name__ in ("ForbiddenCall", "TooLarge"):
-            kind = type(e).__name__
-        forbidden_name = getattr(e, "forbidden", None)
-        answer = {"ok": False, "error": kind, "forbidden": forbidden_name if isinstance(forbidden_name, str) else None}
-    text = json.dumps(answer, allow_nan=False)
-    if len(text) > MAX_ANSWER_BYTES:
-        text = json.dumps({"ok": False, "error": "TooLarge"})
-    return text
+        answer = _error(e)
+    try:
+        text = _json(answer)
+    except BaseException:  # noqa: BLE001: an answer this code cannot write is the student's doing (a patched meter)
+        return '{"ok": false, "error": "Exception"}'
+    return text if len(text) <= MAX_ANSWER_BYTES else '{"ok": false, "error": "TooLarge"}'
+
+
+_TAMPERED = '{"ok": false, "error": "Tampered"}'
+
+
+def _answer(op, target, args, kwargs, forbidden, meters, in_place, stand_ins, namespace):
+    """Run the request against the notebook's namespace: the answer as plain data (raises the student's error)."""
+    changed, measured, stack = [], {}, _Stack()
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Sink(), _Sink()
+    try:
+        stack.enter(_StandingIn(namespace, stand_ins))
+        if op == "get":
+            if target not in namespace:
+                raise NameError(target)
+            value = namespace[target]
+        elif op in ("call", "grads"):
+            obj = _table()[target]
+            before = _arrays(args, kwargs) if op == "call" else {}
+            call = _Stack()
+            try:
+                _forbidding(call, forbidden)
+                measured = _measuring(call, meters)
+                if op == "call":
+                    value = obj(*args, **kwargs)
+                else:  # args: (call args, call kwargs, grad_output)
+                    value = _grads(obj, args[0], args[1], args[2])
+            except BaseException as e:  # noqa: BLE001: left as a with statement leaves, then raised
+                call.close(e)
+            call.close()
+            changed = _changed(before, in_place)
+        else:
+            obj = _table()[target]
+            call = _Stack()
+            try:
+                _forbidding(call, forbidden)
+                value = _other(op, obj, args)
+            except BaseException as e:  # noqa: BLE001
+                call.close(e)
+            call.close()
+    except BaseException as e:  # noqa: BLE001
+        stack.close(e)
+    finally:
+        sys.stdout, sys.stderr = streams
+    stack.close()
+    return {"ok": True, "value": encode(value), "changed": changed, **_measurements(measured)}
+
+
+def _error(e):
+    """A failed request's answer: the kind of the student's error (an allow-listed name), never its text.
+
+    Read with care: the error is the student's object, and a property that raises while it is read is still
+    the student's error, never the grader's (whose failures only the grader decides)."""
+    try:
+        kind = _type(e)
+        if kind is TooLarge or kind is Tampered:
+            return {"ok": False, "error": kind.__name__}
+        checks = sys.modules.get("course_utils.checks")
+        if checks is not None and kind is getattr(checks, "ForbiddenCall", None):
+            used = BaseException.__getattribute__(e, "__dict__").get("forbidden")
+            return {"ok": False, "error": "ForbiddenCall", "forbidden": used if _type(used) is str else None}
+        for klass in _type.__dict__["__mro__"].__get__(kind):
+            name = _type.__dict__["__name__"].__get__(klass)
+            if name in BUILTIN_ERRORS and _ERROR_CLASSES[name] is klass:
+                return {"ok": False, "error": name}
+    except BaseException:  # noqa: BLE001
+        pass
+    return {"ok": False, "error": "Exception"}
 
 
 def handle_request(b64_request):
@@ -484,6 +659,8 @@ def handle_request(b64_request):
     kernel = getattr(shell, "kernel", None)
     _LENDING["in_kernel"] = True
     try:
-        return serve(base64.b64decode(b64_request), namespace, getattr(kernel, "raw_input", None))
+        return serve(_b64decode(b64_request), namespace, getattr(kernel, "raw_input", None))
+    except Tampered:
+        return _TAMPERED
     finally:
         _LENDING["in_kernel"] = False

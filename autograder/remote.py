@@ -43,12 +43,13 @@ import numpy as np
 
 from . import kernel_rpc
 
-DTYPES = {"float16", "float32", "float64", "int8", "int16", "int32", "int64", "uint8", "bool", "complex64",
-          "complex128"}
+DTYPES = {"float16", "float32", "float64", "float96", "float128", "int8", "int16", "int32", "int64", "uint8", "uint16",
+          "uint32", "uint64", "bool", "complex64", "complex128", "complex192", "complex256"}  # numpy's, every precision
 TORCH_ONLY = {"bfloat16"}
 STUB = (Path(__file__).with_name("kernel_rpc.py")).read_text()
 MAX_ANSWER_CHARS = kernel_rpc.MAX_ANSWER_BYTES  # the kernel's own cap, the one limit on an answer
 MAX_DIMS = 64
+MAX_NODES = 200_000  # values in one answer (the kernel's encode refuses more, as an answer too large)
 TEST_MODULE = "__grader_test__"  # the module name of every test cell's and grader-setup cell's definitions
 LENT_CALL_MEMORY = 2**30  # bytes a lent object may add to the grader's process while the kernel's call runs it
 CALLBACK_OPS = {"call", "vjp", "getattr", "len", "list", "getitem", "bool", "next"}
@@ -167,33 +168,78 @@ def _stays_here(obj):
     return type(obj).__module__ == TEST_MODULE
 
 
-def _decode(value, session, label, depth=0, callback=False):
-    """A kernel answer as plain values built here; anything unexpected is a GraderSideError.
+class UnreadableAnswer(GraderSideError):
+    """An answer the grader cannot read as data (malformed, forged, past a budget): every decoding failure."""
+
+
+COURSE_MODULES = {"builtins", "copyreg", "_codecs", "collections", "functools", "math", "torch", "numpy",
+                  "course_utils"}  # what every kernel of the course can import: a request refers to nothing else
+
+
+class _CourseOnly(pickle.Unpickler):
+    def find_class(self, module, name):
+        if module.split(".")[0] not in COURSE_MODULES:
+            raise pickle.UnpicklingError(f"{module}.{name} is not among the modules every kernel of the course has")
+        return super().find_class(module, name)
+
+    def persistent_load(self, pid):
+        return None
+
+
+def _readable_in_any_course_kernel(payload):
+    """Read the request as the kernel will, refusing any module outside COURSE_MODULES: the grader's own check
+    that a kernel which says it cannot read a request has had something replaced (never the grader's failure)."""
+    _CourseOnly(io.BytesIO(payload)).load()
+
+
+def _decode(value, session, label, callback=False):
+    """A kernel answer as plain values built here; anything unexpected is an UnreadableAnswer (a GraderSideError),
+    whatever went wrong while reading it, within a budget of MAX_NODES values.
 
     callback: these are the arguments of the kernel's call on a lent object (they may hold lent objects,
     and handles, which the lent object may use: the kernel answers while it waits)."""
+    budget = [MAX_NODES]
+    try:
+        return _decode_value(value, session, label, 0, callback, budget)
+    except (GraderSideError, _NotLent):
+        raise
+    except Exception as e:  # noqa: BLE001: a value the rules above did not foresee is still not data
+        raise UnreadableAnswer(f"an unreadable answer ({type(e).__name__})") from None
+
+
+class _NotLent(TypeError):
+    """A question's arguments name an object the test did not lend to this call: the kernel's error, not ours."""
+
+
+def _decode_value(value, session, label, depth, callback, budget):
     import torch
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise UnreadableAnswer(f"an answer of more than {MAX_NODES} values")
     if depth > 25:
-        raise GraderSideError("answer nested too deeply")
+        raise UnreadableAnswer("answer nested too deeply")
     if value is None or type(value) in (bool, str):
         return value
     if type(value) is not dict or "t" not in value:
-        raise GraderSideError(f"malformed answer {type(value).__name__}")
+        raise UnreadableAnswer(f"malformed answer {type(value).__name__}")
     kind = value["t"]
     if kind == "none":
         return None
     if kind == "int":
-        return int(str(value["v"])[:5000])
+        digits = str(value["v"])
+        if len(digits) > 4300:  # Python's own limit on reading an int from text
+            raise UnreadableAnswer("an int of more than 4300 digits")
+        return int(digits)
     if kind == "float":
         return float(str(value["v"])[:100])
     if kind in ("tensor", "ndarray", "npscalar"):
         dtype = str(value["dtype"])
         if dtype not in DTYPES:
-            raise GraderSideError(f"unexpected dtype {dtype!r}")
+            raise UnreadableAnswer(f"unexpected dtype {dtype!r}")
         raw = base64.b64decode(str(value["b64"]), validate=True)
         shape = [] if kind == "npscalar" else [int(s) for s in value["shape"]][:MAX_DIMS + 1]
         if len(shape) > MAX_DIMS or any(s < 0 for s in shape) or math.prod(shape) * np.dtype(dtype).itemsize != len(raw):
-            raise GraderSideError("an array's shape does not match its bytes")
+            raise UnreadableAnswer("an array's shape does not match its bytes")
         array = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
         if kind == "npscalar":
             return array[()]
@@ -203,34 +249,34 @@ def _decode(value, session, label, depth=0, callback=False):
         original = str(value.get("as", dtype))
         if original != dtype:
             if original not in DTYPES | TORCH_ONLY:
-                raise GraderSideError(f"unexpected dtype {original!r}")
+                raise UnreadableAnswer(f"unexpected dtype {original!r}")
             tensor = tensor.to(getattr(torch, original))
         return tensor
     if kind == "dtype":
         name = str(value["v"])
         if name not in DTYPES | TORCH_ONLY:
-            raise GraderSideError(f"unexpected dtype {name!r}")
+            raise UnreadableAnswer(f"unexpected dtype {name!r}")
         return getattr(torch, name)
     if kind == "device":
         name = str(value["v"])
         if not re.fullmatch(r"(cpu|cuda|mps|xpu|meta)(:\d{1,3})?", name):
-            raise GraderSideError(f"unexpected device {name[:40]!r}")
+            raise UnreadableAnswer(f"unexpected device {name[:40]!r}")
         return torch.device(name)
     if kind == "slice":
-        parts = [_decode(v, session, label, depth + 1, callback) for v in value["items"]]
+        parts = [_decode_value(v, session, label, depth + 1, callback, budget) for v in value["items"]]
         if len(parts) != 3 or any(p is not None and type(p) is not int for p in parts):
-            raise GraderSideError("a malformed slice")
+            raise UnreadableAnswer("a malformed slice")
         return slice(*parts)
     if kind in ("tuple", "list"):
-        items = [_decode(v, session, f"{label}[{i}]", depth + 1, callback) for i, v in enumerate(value["items"])]
+        items = [_decode_value(v, session, f"{label}[{i}]", depth + 1, callback, budget) for i, v in enumerate(value["items"])]
         return tuple(items) if kind == "tuple" else items
     if kind == "dict":
         out = {}
         for k, v in value["items"]:
-            key = _decode(k, session, label, depth + 1, callback)
+            key = _decode_value(k, session, label, depth + 1, callback, budget)
             if type(key) not in (str, int):
-                raise GraderSideError("a dict key that is not a str or int")
-            out[key] = _decode(v, session, f"{label}[{key!r}]", depth + 1, callback)
+                raise UnreadableAnswer("a dict key that is not a str or int")
+            out[key] = _decode_value(v, session, f"{label}[{key!r}]", depth + 1, callback, budget)
         return out
     if kind == "handle":
         return Remote(session, int(value["id"]), label)
@@ -238,10 +284,10 @@ def _decode(value, session, label, depth=0, callback=False):
         number = int(value["id"])
         if number not in session.lent:
             if callback:
-                raise TypeError("an object the test did not lend to this call")
-            raise GraderSideError("an answer naming an object the test did not lend")
+                raise _NotLent("an object the test did not lend to this call")
+            raise UnreadableAnswer("an answer naming an object the test did not lend")
         return session.lent[number]
-    raise GraderSideError(f"unknown answer kind {kind!r}")
+    raise UnreadableAnswer(f"unknown answer kind {kind!r}")
 
 
 @contextlib.contextmanager
@@ -390,9 +436,9 @@ class Session:
         try:
             payload = self._pickle((op, target, tuple(args), dict(kwargs), forbidden, asked, in_place,
                                     stand_ins))
-        except (pickle.PicklingError, TypeError, AttributeError) as e:
+            _readable_in_any_course_kernel(payload)
+        except (pickle.PicklingError, TypeError, AttributeError, pickle.UnpicklingError) as e:
             raise GraderSideError(f"the test's arguments could not be sent ({type(e).__name__}: {str(e)[:200]})") from None
-        self.requests += 1
         if transport is self.transport:
             self._grader_failure = None
         text = transport(payload, self.answer_callback)
@@ -406,11 +452,20 @@ class Session:
             raise GraderSideError("an answer that is not JSON") from None
         if type(answer) is not dict:
             raise GraderSideError("an answer that is not a JSON object")
-        if "grader" in answer:
-            raise GraderSideError(f"the kernel could not serve the request: {str(answer['grader'])[:200]}")
+        if "grader" in answer:  # a claim: the grader checked that every kernel of the course can read this request
+            self.notes.append(f"the kernel could not read the grader's request for {str(label)[:80]}, which any "
+                              "kernel with the course's packages reads: something it needs was replaced")
+            raise AssertionError(f"{label}: your kernel could not read the grader's request (something in it that "
+                                 "unpickling needs, in torch, numpy or io, was replaced); restart it and leave them alone")
         if not answer.get("ok"):
             kind = str(answer.get("error"))
             name = label if op != "get" else target
+            if kind == "Tampered":
+                self.notes.append(f"while {str(name)[:80]} was asked, the kernel's own Python (its built-ins, "
+                                  "pickle, binascii or marshal) was not what C made: the request was refused")
+                raise AssertionError(f"{name}: the grader's channel into your kernel found Python's own functions "
+                                     "replaced (builtins, pickle, binascii or marshal), so no answer of this "
+                                     "kernel can be trusted; restart the kernel and leave them alone")
             if kind == "ForbiddenCall":
                 used = answer.get("forbidden")
                 used = used if used in forbidden else (forbidden[0] if forbidden else "a forbidden operator")
@@ -502,19 +557,49 @@ def kernel_expression(payload):
     An expression, not a cell: the kernel evaluates user expressions with a plain eval, so a request
     skips IPython's cell machinery (input transformers, the AST pass, run hooks), about half of a
     round trip. Its value is the answer's JSON text; a failure before one exists reads as no answer.
+
+    It hands the kernel's side only built-ins that C made (`_C_MADE`): each name the stub uses is looked
+    up in the kernel's builtins and kept only if it is C's own function of that name or a class only C can
+    make; else the answer is "Tampered" (the student's failure, and a note), and nothing of the stub runs.
+    So `builtins.isinstance`, `exec` or `__import__` replaced in the kernel cannot steer the stub.
     """
     request = base64.b64encode(payload).decode()
-    return ("(lambda ns: (exec(__import__('marshal').loads(__import__('base64').b64decode(%r)) "
-            "if __import__('importlib.util').util.MAGIC_NUMBER == %r else "
-            "compile(__import__('base64').b64decode(%r).decode(), '<autograder>', 'exec'), ns), "
-            "ns['handle_request'](%r))[1])({'__name__': '__autograder_rpc__'})"
-            % (_STUB_COMPILED, importlib.util.MAGIC_NUMBER, _STUB_SOURCE, request))
+    return _ENTRY % dict(names=_STUB_BUILTINS, tampered=kernel_rpc._TAMPERED, compiled=_STUB_COMPILED,
+                         magic=importlib.util.MAGIC_NUMBER, source=_STUB_SOURCE, request=request)
+
+
+# T is `type` and F the built-in function type, both reached from literals; g(value, name) keeps a value only
+# if C made it as that name; B the stub's built-ins; m, a, c: marshal.loads, binascii.a2b_base64, compile
+_C_MADE = ("(lambda v, n: v if ((T(v) is F and v.__name__ == n) or (T(v) is T and "
+           "T.__dict__['__flags__'].__get__(v) & 256 and v.__module__ == 'builtins')) else None)")
+_ENTRY = (
+    "(lambda T, F, b: (lambda g: (lambda B: %(tampered)r if None in B.values() else "
+    "(lambda m, a: %(tampered)r if m is None or a is None else "
+    "(lambda ns: (B['exec'](m(a(%(compiled)r)) if B['__import__']('importlib.util').util.MAGIC_NUMBER == %(magic)r "
+    "else B['compile'](a(%(source)r).decode(), '<autograder>', 'exec'), ns), ns['handle_request'](%(request)r))[1])"
+    "({'__name__': '__autograder_rpc__', '__builtins__': B}))"
+    "(g(B['__import__']('marshal').__dict__.get('loads'), 'loads'), "
+    "g(B['__import__']('binascii').__dict__.get('a2b_base64'), 'a2b_base64')))"
+    "({n: g(b.get(n) if T(b) is {}.__class__ else b.__dict__.get(n), n) for n in %(names)r}))"
+    "(" + _C_MADE + "))((0).__class__.__class__, (0).__class__.__class__([].append), __builtins__)")
+
+
+def _builtins_used(code):
+    """The built-in names a code object and the code inside it use (plus those Python's own opcodes look up)."""
+    names = set(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names |= _builtins_used(const)
+    return {n for n in names if n in vars(builtins)} | {"__build_class__", "__import__", "exec", "compile"}
 
 
 # The stub as this interpreter's bytecode (unmarshalled in about 0.3 ms, where compiling takes 5), used by
 # a kernel whose Python reads the same bytecode, and as source for any other.
+_STUB_CODE = compile(STUB, "<autograder>", "exec")
 _STUB_SOURCE = base64.b64encode(STUB.encode()).decode()
-_STUB_COMPILED = base64.b64encode(marshal.dumps(compile(STUB, "<autograder>", "exec"))).decode()
+_STUB_COMPILED = base64.b64encode(marshal.dumps(_STUB_CODE)).decode()
+_STUB_BUILTINS = tuple(sorted(n for n in _builtins_used(_STUB_CODE) if isinstance(vars(builtins)[n], type) or
+                              (type(vars(builtins)[n]) is types.BuiltinFunctionType and vars(builtins)[n].__name__ == n)))
 
 
 # ------------------------------------------------------------------ asking a Jupyter kernel

@@ -12,7 +12,7 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograder import verdicts
+from autograder import remote, verdicts
 
 SETUP = ("import numpy as np\nimport torch\nimport torch.nn.functional as F\nimport course_utils as cu\n"
          "from course_utils.memory import TensorMemory")
@@ -285,26 +285,86 @@ def torch_randn(*shape_and_seed):
 
 
 def test_a_kernel_that_withholds_its_answer_is_the_graders_problem_not_the_students(kernel):
-    """An answer replaced inside the request (here json.dumps) cannot be read: a GraderSideError, which a
-    test's own `except Exception` cannot swallow, and which grading flags for review (test_worker.py)."""
+    """No answer at all (here the shell's user_expressions emptied) is a GraderSideError, which a test's own
+    `except Exception` cannot swallow, and which grading leaves for manual grading (test_worker.py)."""
     km, kc = kernel
     run_in_kernel(kc, SETUP)
-    run_in_kernel(kc, "import json\ndef softmax(x):\n    json.dumps = lambda *a, **k: 5\n    return x\n")
+    run_in_kernel(kc, "def softmax(x):\n    get_ipython().user_expressions = lambda e: {}\n    return x\n")
     with pytest.raises(verdicts.GraderSideError, match="no readable answer"):
         try:
-            _session(kernel).fetch("softmax")(1.0)
+            softmax = _session(kernel).fetch("softmax")
+            softmax(1.0)  # this request's answer is on its way already: the next one gets none
+            softmax(1.0)
         except Exception:  # noqa: BLE001: what a test's fallback would do
             pytest.fail("a grader-side failure was caught as the student's exception")
 
 
-def test_a_request_the_kernel_cannot_read_is_the_graders_problem(kernel, tmp_path, monkeypatch):
+# What reads a request and writes its answer, replaced by the student's code in the kernel: the kernel's side
+# uses what C made, found before any of the student's code could name it, so each changes nothing.
+CHANNEL_PATCHES = {
+    "json.dumps reports every answer as another": (
+        "import json\n_real = json.dumps\njson.dumps = lambda o, **k: _real({**o, 'ok': True, 'value': "
+        "{'t': 'int', 'v': '1'}}) if type(o) is dict and 'ok' in o else _real(o, **k)\n"),
+    "json's encoder class rewritten": (
+        "import json, json.encoder\njson.encoder.JSONEncoder.encode = lambda self, o: '{\"ok\": true, \"value\": null}'\n"),
+    "pickle.Unpickler drops the forbidden operators from each request": (
+        "import pickle\nclass _Drop(pickle.Unpickler):\n    def load(self):\n        r = super().load()\n"
+        "        return (r[:4] + ((),) + r[5:]) if type(r) is tuple and len(r) == 8 else r\n"
+        "pickle.Unpickler = _Drop\nimport sys\nsys.modules['_pickle'].Unpickler = _Drop\n"),
+    "base64 replaced": (
+        "import base64\nbase64.b64decode = lambda *a, **k: b''\nbase64.b64encode = lambda *a, **k: b''\n"),
+    "contextlib's context managers made empty": (
+        "import contextlib\n_nothing = contextlib.nullcontext\n"
+        "contextlib.contextmanager = lambda f: (lambda *a, **k: _nothing())\n"
+        "contextlib.redirect_stdout = contextlib.redirect_stderr = lambda *a: _nothing()\n"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHANNEL_PATCHES))
+def test_the_channels_own_tools_replaced_in_the_kernel_change_nothing(kernel, name):
+    """Each patch with a wrong softmax and an attention made of the forbidden operator: before, a patched
+    encoder turned any answer into a pass and a patched unpickler dropped `cu.forbid`; now both still fail."""
+    student = (HONEST + WRONG_SOFTMAX + "def attention(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)\n"
+               + CHANNEL_PATCHES[name])
+    results = grade(kernel, student)
+    assert passed(results) == ["test_linear", "test_memory"], results
+    assert "scaled_dot_product_attention" in str(results["test_attention"]), results["test_attention"]
+
+
+def test_python_builtins_replaced_in_the_kernel_are_refused_not_obeyed(kernel):
+    """A built-in the kernel's side uses (isinstance) replaced for the whole kernel: the stub never runs on it;
+    each request is answered "Tampered", which fails the test (never the grader's failure) and is noted."""
+    km, kc = kernel
+    run_in_kernel(kc, SETUP)
+    run_in_kernel(kc, HONEST + "import builtins\n_real = builtins.isinstance\n"
+                      "builtins.isinstance = lambda o, t: _real(o, t)\n")
+    session = _session(kernel)
+    with pytest.raises(AssertionError, match="Python's own functions replaced"):
+        session.fetch("softmax")
+    assert any("not what C made" in note for note in session.take_notes())
+
+
+def test_a_request_no_kernel_could_read_is_the_graders_problem_found_before_it_is_sent(kernel, tmp_path, monkeypatch):
     (tmp_path / "grader_only_module.py").write_text("class Fixture:\n    pass\n")
     monkeypatch.syspath_prepend(str(tmp_path))
     import grader_only_module
     km, kc = kernel
     run_in_kernel(kc, "def f(x):\n    return 1\n")
-    with pytest.raises(verdicts.GraderSideError, match="could not read the request"):
+    with pytest.raises(verdicts.GraderSideError, match="could not be sent.*grader_only_module"):
         _session(kernel).fetch("f")(grader_only_module.Fixture())
+
+
+def test_a_kernel_that_says_it_cannot_read_a_readable_request_is_not_the_graders_failure(kernel):
+    """io.BytesIO removed, which torch's tensor unpickling uses: the kernel answers that it cannot read the
+    request. The grader read it itself with only the course's modules, so this is the kernel's doing: the
+    test fails (no grader: flag to forge) and a note says why."""
+    km, kc = kernel
+    run_in_kernel(kc, SETUP)
+    run_in_kernel(kc, HONEST + "import io\nio.BytesIO = None\n")
+    session = _session(kernel)
+    with pytest.raises(AssertionError, match="could not read the grader's request"):
+        session.fetch("attention")(torch.zeros(1, 2, 4), torch.zeros(1, 2, 4), torch.zeros(1, 2, 4))
+    assert any("could not read the grader's request" in note for note in session.take_notes())
 
 
 def test_a_broken_backward_pass_fails_its_test(kernel):
@@ -409,6 +469,49 @@ def test_malformed_answers_are_the_graders_problem_not_data():
     session = verdicts.Session(lambda payload, answer_callback: "not json")
     with pytest.raises(verdicts.GraderSideError):
         session.fetch("x")
+
+
+MALFORMED = {  # every way an answer can fail to be data: one exception type, never the student's error
+    "an int past Python's 4300 digits": {"t": "int", "v": "9" * 5000},
+    "a missing key": {"t": "tensor", "dtype": "float32"},
+    "base64 that is not": {"t": "ndarray", "dtype": "float32", "shape": [1], "b64": "&&&&"},
+    "a dict's items not pairs": {"t": "dict", "items": [[1]]},
+    "a list past the node budget": {"t": "list", "items": [{"t": "none"}] * (remote.MAX_NODES + 1)},
+    "a float that is not": {"t": "float", "v": "one"},
+}
+
+
+@pytest.mark.parametrize("name", sorted(MALFORMED))
+def test_every_answer_that_is_not_data_is_one_grader_side_error(name):
+    session = verdicts.Session(lambda payload, answer_callback: json.dumps({"ok": True, "value": MALFORMED[name]}))
+    with pytest.raises(remote.GraderSideError):
+        session.fetch("x")
+
+
+@pytest.mark.parametrize("value", ["np.longdouble(1) / 3", "np.uint64(2**63 + 5)", "np.uint16(7)", "np.uint32(9)",
+                                   "np.array([1, 2], dtype=np.uint64)", "np.clongdouble(1 + 2j)",
+                                   "torch.tensor([1, 2], dtype=torch.uint16)"])
+def test_an_honest_number_of_any_numpy_precision_is_read(kernel, value):
+    """A concept check answered with a numpy long double (float128 here) was a grader-side failure scored 0."""
+    import numpy as np
+    km, kc = kernel
+    run_in_kernel(kc, SETUP + f"\nanswer = {value}\n")
+    got = _session(kernel).fetch("answer")
+    expected = eval(value, {"np": np, "torch": torch})
+    assert type(got) is type(expected) and (got == expected).all(), (got, expected)
+
+
+def test_an_error_that_forges_a_grader_failure_is_the_students(kernel):
+    """A BaseException named GraderSideError whose `forbidden` property raises as the kernel's side reads it:
+    it made the request fail as the grader's (a `grader:` flag). Now the kernel's side reads the error with care
+    and reports it as the student's; only the grader decides what is its own failure."""
+    km, kc = kernel
+    run_in_kernel(kc, SETUP)
+    run_in_kernel(kc, "class GraderSideError(BaseException):\n    @property\n    def forbidden(self):\n"
+                      "        raise GraderSideError()\n    @property\n    def __dict__(self):\n        raise GraderSideError()\n"
+                      "def softmax(x):\n    raise GraderSideError()\n")
+    with pytest.raises(RuntimeError, match="softmax.* raised Exception"):
+        _session(kernel).fetch("softmax")(1.0)
 
 
 def test_free_names_are_what_a_cell_reads_and_never_binds():
