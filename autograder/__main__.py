@@ -119,8 +119,10 @@ def main(argv=None):
             return 130
         failed = sum(r.status != "graded" for r in results)
         flagged = sum(bool(r.flags) for r in results)
+        pending = sum(bool(r.pending) for r in results)
         print(f"{len(results)} submission(s): {len(results) - failed} graded, {failed} could not be graded "
-              f"(scored 0), {flagged} flagged for review (see {report_path(course, '<lesson>', '<student>')})")
+              f"(scored 0), {pending} pending manual grading (a test the grader could not run: grade it in "
+              f"formgrader), {flagged} flagged for review (see {report_path(course, '<lesson>', '<student>')})")
     elif args.command == "feedback":
         from .feedback import generate_feedback
         generate_feedback(course, args.lessons or None, args.student)

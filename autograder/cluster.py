@@ -125,7 +125,7 @@ def apply_reply(course_root, reply):
     shard = work / "gradebook.db"
     shard.write_bytes(reply["gradebook"])
     result = grading.Result(**reply["result"])
-    result.score, result.max_score = merge(f"sqlite:///{shard.resolve()}", course_root, lesson, student)
+    result.score, result.max_score, result.pending = merge(f"sqlite:///{shard.resolve()}", course_root, lesson, student)
     target = step_folder(course_root, "autograded", lesson, student)
     shutil.rmtree(target, ignore_errors=True)
     for name, data in reply["autograded"].items():

@@ -17,8 +17,11 @@ from nbgrader.plugins import ExportPlugin
 
 from .course import report_paths
 from .csvsafe import write_csv
+from .gradebook import pending, pending_cells
+from .mdsafe import md_code, md_text
 from .lms import export_lms
 
+PENDING = "pending"  # the score of a submission with a test cell left for manual grading
 GRADES_COLUMNS = ["assignment", "duedate", "timestamp", "student_id", "last_name", "first_name", "email",
                   "raw_score", "late_submission_penalty", "score", "max_score"]
 
@@ -35,7 +38,8 @@ class CourseCsvExportPlugin(ExportPlugin):
 
 
 def grade_rows(gradebook, assignments=(), students=()):
-    """CsvExportPlugin's rows (nbgrader 0.9): one per assignment and student, 0 for a missing submission."""
+    """CsvExportPlugin's rows (nbgrader 0.9): one per assignment and student, 0 for a missing submission, and
+    PENDING as the score of a submission with a test cell left for manual grading (never a 0 it did not earn)."""
     rows = []
     for assignment in gradebook.assignments:
         if assignments and assignment.name not in assignments:
@@ -50,6 +54,8 @@ def grade_rows(gradebook, assignments=(), students=()):
             else:
                 timestamp, raw, penalty = sub.timestamp, sub.score, sub.late_submission_penalty
                 score = max(0.0, sub.score - penalty)
+                if pending_cells(sub):  # a test cell the grader could not run: no score until it is graded
+                    raw = score = PENDING
             values = [assignment.name, assignment.duedate, timestamp, student.id, student.last_name,
                       student.first_name, student.email, raw, penalty, score, assignment.max_score]
             rows.append(["" if v is None else v if isinstance(v, (int, float)) else str(v) for v in values])
@@ -68,9 +74,9 @@ def export(course_root, out_dir, log=print):
         questions = _questions(gb)
     flagged = _flagged(course_root)
     write_csv(out_dir / "summary.csv", [
-        ["assignment", "notebook", "cell", "max_points", "submissions", "full_marks", "failed", "mean"]] + [
-        [q["assignment"], q["notebook"], q["cell"], q["max"], q["n"], q["full"], q["failed"], f"{q['mean']:.2f}"]
-        for q in questions])
+        ["assignment", "notebook", "cell", "max_points", "submissions", "full_marks", "failed", "mean", "pending"]] + [
+        [q["assignment"], q["notebook"], q["cell"], q["max"], q["n"], q["full"], q["failed"], f"{q['mean']:.2f}",
+         len(q["pending"])] for q in questions])
     from .collect import not_placed_summary  # files collect could not place, with the reason
     (out_dir / "summary.md").write_text(_summary_md(questions, flagged) + "".join(
         line + "\n" for line in not_placed_summary(course_root)))
@@ -84,14 +90,16 @@ def _questions(gb):
     for assignment in gb.assignments:
         for notebook in assignment.notebooks:
             for grade_cell in notebook.grade_cells:
-                scores = [g.score for g in gb.db.query(Grade).filter(Grade.cell_id == grade_cell.id)]
-                if not scores:  # a lesson nobody has submitted yet
+                grades = list(gb.db.query(Grade).filter(Grade.cell_id == grade_cell.id))
+                if not grades:  # a lesson nobody has submitted yet
                     continue
+                scores = [g.score for g in grades if not pending(g)]  # a pending cell has no score yet
                 stats.append(dict(assignment=assignment.name, notebook=notebook.name, cell=grade_cell.name,
                                   max=grade_cell.max_score, n=len(scores),
                                   full=sum(s >= grade_cell.max_score for s in scores),
                                   failed=sum(s == 0 for s in scores),
-                                  mean=sum(scores) / len(scores)))
+                                  mean=sum(scores) / len(scores) if scores else 0.0,
+                                  pending=sorted(g.student.id for g in grades if pending(g))))
     return sorted(stats, key=lambda q: (-q["failed"], q["assignment"], q["cell"]))
 
 
@@ -106,12 +114,19 @@ def _flagged(course_root):
 
 def _summary_md(questions, flagged):
     lines = ["# Grading summary", "", "## Questions, most failed first", "",
-             "| assignment | cell | points | submissions | full marks | zero | mean |", "|---|---|---|---|---|---|---|"]
-    lines += [f"| {q['assignment']} | {q['cell']} | {q['max']:g} | {q['n']} | {q['full']} | {q['failed']} | "
-              f"{q['mean']:.2f} |" for q in questions]
+             "| assignment | cell | points | submissions | full marks | zero | mean | pending |",
+             "|---|---|---|---|---|---|---|---|"]
+    lines += [f"| {md_text(q['assignment'])} | {md_text(q['cell'])} | {q['max']:g} | {q['n']} | {q['full']} | "
+              f"{q['failed']} | {q['mean']:.2f} | {len(q['pending'])} |" for q in questions]
+    pending = [(q["assignment"], q["cell"], s) for q in questions for s in q["pending"]]
+    lines += ["", f"## Pending manual grading ({len(pending)})", "",
+              "Test cells the grader could not run (a grader-side failure): they have no score until you give "
+              "one in formgrader, and the exports leave the submission's score pending.", ""]
+    lines += [f"- {md_code(student)}, {md_code(lesson)}, cell {md_code(cell)}" for lesson, cell, student in pending]
     lines += ["", f"## Flagged for manual review ({len(flagged)})", ""]
     for (lesson, student), flags in sorted(flagged.items()):
-        lines.append(f"- **{student}**, {lesson} (formgrader: /formgrader/manage_students/{student}/{lesson}; "
-                     f"notebook: autograded/{student}/{lesson}/{lesson}.ipynb):")
-        lines += [f"  - {f}" for f in flags]
+        lines.append(f"- {md_code(student)}, {md_code(lesson)} (formgrader: "
+                     f"{md_code(f'/formgrader/manage_students/{student}/{lesson}')}; notebook: "
+                     f"{md_code(f'autograded/{student}/{lesson}/{lesson}.ipynb')}):")
+        lines += [f"  - {md_code(f)}" for f in flags]
     return "\n".join(lines) + "\n"

@@ -18,7 +18,10 @@ def open_gradebook(course_root_or_url):
 
 
 def merge(shard_url, course_root, lesson, student):
-    """Copy what nbgrader wrote about one submission from a shard gradebook into the course gradebook."""
+    """Copy what nbgrader wrote about one submission from a shard gradebook into the course gradebook.
+
+    Returns (score, max score, [grade ids left for manual grading]): a pending cell counts 0 in the score
+    nbgrader computes, and the exports write the submission's score as pending until it is graded."""
     with warnings.catch_warnings():  # nbgrader's own SQLAlchemy autoflush notices
         warnings.simplefilter("ignore")
         with open_gradebook(shard_url) as shard, open_gradebook(course_root) as main:
@@ -35,7 +38,18 @@ def merge(shard_url, course_root, lesson, student):
                     c = main.find_comment(comment.name, nb.name, lesson, student)
                     c.auto_comment = comment.auto_comment
             main.db.commit()
-            return sub.score, sub.max_score
+            return sub.score, sub.max_score, pending_cells(sub)
+
+
+def pending(grade):
+    """A test cell that waits for manual grading: no autograded score (the grader could not run it) and none
+    given by hand yet. (nbgrader marks every new grade as needing one until autograding scores it.)"""
+    return bool(grade.needs_manual_grade) and grade.auto_score is None and grade.manual_score is None
+
+
+def pending_cells(submission):
+    """The grade ids of a submission's test cells that wait for manual grading (a grader-side failure)."""
+    return sorted(g.name for nb in submission.notebooks for g in nb.grades if pending(g))
 
 
 def record_failure(course_root, lesson, student):

@@ -18,7 +18,8 @@ preprocessor lists, so plain `nbgrader autograde` applies the same rules, withou
   wall-clock budget per notebook, capped output, and a dead kernel (os._exit, a crash, a
   memory limit) failing the remaining cells instead of the whole notebook;
 - TestCellOutcome makes a test cell pass or fail on one fact, whether it raised an error,
-  before nbgrader's SaveAutoGrades reads its outputs;
+  before SaveGrades (nbgrader's SaveAutoGrades) reads its outputs; a test cell the grader could
+  not run (a GraderSideError) is left for manual grading, pending, never 0;
 - the gradebook is a private copy (a shard): SQLite takes one writer at a time, so
   workers never share it. When a worker ends, the parent copies what nbgrader wrote
   about that submission into the course gradebook: one writer, no lost grade.
@@ -72,6 +73,7 @@ class Result:
     events: list = field(default_factory=list)
     error: str = ""
     submission: str = ""          # sha256 of the graded notebook: a re-run skips it while it is unchanged
+    pending: list = field(default_factory=list)  # test cells the grader could not run: left for manual grading
 
 
 # ---------------------------------------------------------------- the parent
@@ -171,7 +173,7 @@ class _Running:
         elif not outcome["success"]:
             r.status, r.error = "failed", (outcome["log"][-3000:] + "\n" + outcome["error"][-1000:])
         if r.status == "graded":
-            r.score, r.max_score = merge(self.db_url, course_root, r.lesson, r.student)
+            r.score, r.max_score, r.pending = merge(self.db_url, course_root, r.lesson, r.student)
         else:
             r.score, r.max_score = record_failure(course_root, r.lesson, r.student)
             r.flags.append(f"grading: {r.error.strip().splitlines()[-1] if r.error.strip() else r.status}")
@@ -316,6 +318,7 @@ def record_result(course_root, result, log):
     result.submission = submission_digest(course_root, result.lesson, result.student)
     save_flags(course_root, result)
     note = f" [{len(result.flags)} flag(s)]" if result.flags else ""
+    note += f" [pending manual grading: {', '.join(result.pending)}]" if result.pending else ""
     log(f"{result.lesson} {result.student}: {result.status} {result.score:g}/{result.max_score:g} "
         f"in {result.seconds:g} s{note}" + (f": {result.error.strip().splitlines()[-1]}" if result.error.strip() else ""))
     return result

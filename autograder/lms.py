@@ -2,7 +2,8 @@
 
 Both have one row per student in the gradebook and one column per lesson, holding the
 lesson's score after late penalties and after any score the instructor overrode in
-formgrader (nbgrader's `Submission.score`); a lesson not submitted scores 0.
+formgrader (nbgrader's `Submission.score`); a lesson not submitted scores 0, and a lesson with a test cell
+left for manual grading (the grader could not run it) is blank, no grade, until it is graded in formgrader.
 
 Canvas (Grades > Import) reads the columns of its own gradebook export: `Student`
 ("Last, First"), `ID` (Canvas's user id), `SIS User ID`, `SIS Login ID` and `Section`,
@@ -31,6 +32,7 @@ from pathlib import Path
 from nbgrader.plugins import ExportPlugin
 
 from .csvsafe import write_csv
+from .gradebook import pending_cells
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_COLUMNS = ["First name", "Last name", "ID number", "Email address"]
@@ -53,13 +55,15 @@ def scores(gb, lessons=(), students=()):
             except MissingEntry:
                 got[lesson] = 0.0
             else:
-                got[lesson] = max(0.0, sub.score - (sub.late_submission_penalty or 0.0))
+                got[lesson] = None if pending_cells(sub) else max(0.0, sub.score - (sub.late_submission_penalty or 0.0))
         rows.append((student, got))
     return lessons, points, rows
 
 
 def number(x):
-    return f"{x:g}"
+    """A score as the importers read it; a pending one (None: a test cell awaits manual grading) is left blank,
+    which Canvas and Moodle import as no grade, never as 0."""
+    return "" if x is None else f"{x:g}"
 
 
 class LmsExportPlugin(ExportPlugin):

@@ -35,6 +35,8 @@ c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 #   (stderr, fd 2) or displayed while a test ran neither costs nor earns points,
 #   and does not reach the feedback. (No warnings hook in the kernel is needed,
 #   so no global name a cell could shadow.)
+# - SaveGrades is nbgrader's SaveAutoGrades, except that a test cell the grader
+#   itself could not run (a GraderSideError) is left for manual grading, never 0.
 c.Autograde.sanitize_preprocessors = [
     "nbgrader.preprocessors.ClearOutput", "autograder.preprocessors.RestoreCellMetadata",
     "autograder.preprocessors.DeduplicateIds", "nbgrader.preprocessors.OverwriteKernelspec",
@@ -43,7 +45,7 @@ c.Autograde.sanitize_preprocessors = [
 c.Autograde.autograde_preprocessors = [
     "autograder.preprocessors.GradingExecute", "nbgrader.preprocessors.IgnorePattern",
     "nbconvert.preprocessors.ClearMetadataPreprocessor", "autograder.preprocessors.TestCellOutcome",
-    "nbgrader.preprocessors.LimitOutput", "nbgrader.preprocessors.SaveAutoGrades",
+    "nbgrader.preprocessors.LimitOutput", "autograder.preprocessors.SaveGrades",
     "nbgrader.preprocessors.AssignLatePenalties", "nbgrader.preprocessors.CheckCellMetadata"]
 
 # Feedback shows no hidden test and runs nothing in the reader's browser, whether

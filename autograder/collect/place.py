@@ -12,6 +12,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..course import step_folder, step_notebook
+from ..mdsafe import md_code
 from . import limits
 from .entries import NOT_OPENED, chunks, shown
 
@@ -141,12 +142,12 @@ def not_placed_summary(course_root):
     rows = [(source, rel, reason) for source, run in sorted(runs.items()) for rel, reason, *_ in run["problems"]]
     notes = [note for run in runs.values() for note in run.get("collisions", [])]
     lines = ["", f"## Files collect did not place ({len(rows)})", ""]
-    lines += [f"- `{rel}` (in {source}): {reason}" for source, rel, reason in rows] or ["- none"]
+    lines += [f"- {md_code(rel)} (in {source}): {md_code(reason)}" for source, rel, reason in rows] or ["- none"]
     unopened = [(source, rel, reason) for source, run in sorted(runs.items()) for rel, reason, *_ in run["skipped"]
                 if reason.endswith(NOT_OPENED)]
     if unopened:  # a submission that is a link (into solutions/, say) is there for a look, not a grade
         lines += ["", f"## Links, pipes and devices collect never opened ({len(unopened)})", ""]
-        lines += [f"- `{rel}` (in {source}): {reason}" for source, rel, reason in unopened]
+        lines += [f"- {md_code(rel)} (in {source}): {md_code(reason)}" for source, rel, reason in unopened]
     if notes:
-        lines += ["", "## Student id collisions", ""] + [f"- {n}" for n in notes]
+        lines += ["", "## Student id collisions", ""] + [f"- {md_code(n)}" for n in notes]
     return lines

@@ -17,6 +17,7 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Enum, Integer
 
 from .. import cells, integrity, sandbox, verdicts
+from .grades import WITHHELD
 from ..sandbox.limits import Limits
 from ..course import lesson_notebook
 from ..nbrun import SlicedWaits
@@ -49,8 +50,10 @@ class GradingExecute(SlicedWaits, Execute):
         self._watch = integrity.Watch(source)
         self._tests, self._runner = verdicts.LessonTests(source), None
         self._integrity_off = not self.integrity_check
-        self._reported = set()
-        return super().preprocess(nb, resources, km)
+        self._reported, self._withheld = set(), []
+        nb, resources = super().preprocess(nb, resources, km)
+        resources.setdefault("autograder", {})[WITHHELD] = list(self._withheld)  # SaveGrades leaves them ungraded
+        return nb, resources
 
     def _run_test_here(self, cell, index):
         """A test cell's verdict, decided in this process (verdicts.py): the kernel never sees the test."""
@@ -64,9 +67,11 @@ class GradingExecute(SlicedWaits, Execute):
         try:
             stdout, error = self._runner.run(cells.grade_id(cell))
         except verdicts.GraderSideError as e:
-            stdout, error = "", e
-            event("grader", f"the grader could not run test cell {cells.grade_id(cell)} ({e}): its points are "
-                  "withheld, review it")
+            stdout, error = "", verdicts.GraderSideError(f"the grader could not run this test ({e}): it is left for "
+                                                         "your instructor to grade by hand")
+            self._withheld.append(cells.grade_id(cell))
+            event("grader", f"the grader could not run test cell {cells.grade_id(cell)} ({e}): left for manual "
+                  "grading (pending in formgrader and the exports), review it")
         if isinstance(error, TimeoutError):
             event("timeout", f"cell {index} timed out: the student's code ran past the cell's limit during its test")
         for note in self._runner.session.take_notes():

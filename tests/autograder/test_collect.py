@@ -461,8 +461,8 @@ def test_export_has_a_row_per_lesson_for_every_student_or_a_listed_reason(tmp_pa
     assert sorted(rows) == sorted((s, l) for s in ["ann", "ben", "cid"] for l in LESSONS)
     text = summary.read_text()
     assert "## Files collect did not place (2)" in text
-    assert f"- `ben/homework.ipynb` (in {bundle.resolve()}): file name matches no lesson" in text
-    assert f"- `stray/02_bahdanau_attention.ipynb` (in {bundle.resolve()}): no roster student matches" in text
+    assert f"- `ben/homework.ipynb` (in {bundle.resolve()}): `file name matches no lesson" in text
+    assert f"- `stray/02_bahdanau_attention.ipynb` (in {bundle.resolve()}): `no roster student matches" in text
     manifest = json.loads((course / "collect.json").read_text())
     assert manifest["placed"]["ann/01_seq2seq_bottleneck"]["source"] == f"{bundle}:ann/01_seq2seq_bottleneck.ipynb"
     with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
@@ -532,8 +532,8 @@ def test_links_pipes_and_devices_are_never_followed_or_read_and_each_is_listed(t
     from autograder.collect import not_placed_summary
     summary = "\n".join(not_placed_summary(course))
     assert f"## Links, pipes and devices collect never opened ({len(expected)})" in summary
-    assert f"- `alice+01_seq2seq_bottleneck+2024-01-01 10:00:00/01_seq2seq_bottleneck.ipynb` (in {inbound}): a " \
-           f"symbolic link (to {solutions}/01_seq2seq_bottleneck.ipynb): never followed or read" in summary
+    assert f"- `alice+01_seq2seq_bottleneck+2024-01-01 10:00:00/01_seq2seq_bottleneck.ipynb` (in {inbound}): `a " \
+           f"symbolic link (to {solutions}/01_seq2seq_bottleneck.ipynb): never followed or read`" in summary
 
 
 def test_a_file_swapped_for_a_link_after_the_walk_is_not_read(tmp_path):

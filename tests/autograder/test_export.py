@@ -115,9 +115,9 @@ def test_canvas_and_moodle_csv_hold_every_hostile_name_in_its_column(exported):
 
 def test_summary_csv_neutralises_a_cell_name_and_keeps_its_numbers(exported):
     assert rows(exported / "summary.csv") == [
-        ["assignment", "notebook", "cell", "max_points", "submissions", "full_marks", "failed", "mean"],
-        [LESSON, LESSON, "'=cmd()", "3.0", "3", "2", "1", "2.00"],
-        [LESSON, LESSON, "ok", "2.0", "3", "2", "1", "1.33"],
+        ["assignment", "notebook", "cell", "max_points", "submissions", "full_marks", "failed", "mean", "pending"],
+        [LESSON, LESSON, "'=cmd()", "3.0", "3", "2", "1", "2.00", "0"],
+        [LESSON, LESSON, "ok", "2.0", "3", "2", "1", "1.33", "0"],
     ]
 
 
@@ -188,3 +188,60 @@ def test_an_lms_plugin_exports_only_the_students_and_lessons_asked_for(course, t
     students = [r[id_column] for r in some if r[id_column] in {s[0] for s in ROSTER}]
     assert students == ["hyper", "minus"] and len(everyone) > len(some)
 
+
+
+# A forged grader failure's text, as a kernel could make a flag quote it: HTML, a javascript: link, an image, a
+# spreadsheet formula, a table cell and a line break that would start a heading.
+HOSTILE_FLAG = ('grader: <img src=x onerror=alert(1)> [click](javascript:alert(1)) ![i](http://evil.example/x.png) '
+                '=HYPERLINK("http://evil.example") | cell ``` `x`\n# heading')
+
+
+@pytest.fixture(scope="module")
+def pending_course(tmp_path_factory):
+    """A course where the grader could not run one test cell of `held`'s submission (needs manual grade), and
+    `loud`'s report carries a flag that quotes hostile text."""
+    import json
+
+    from nbgrader.api import Gradebook
+
+    from autograder.course import report_path
+    root = tmp_path_factory.mktemp("pending")
+    with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
+        gb.add_assignment(LESSON)
+        gb.add_notebook(LESSON, LESSON)
+        gb.add_grade_cell("test_a", LESSON, LESSON, max_score=3, cell_type="code")
+        gb.add_grade_cell("test_b", LESSON, LESSON, max_score=2, cell_type="code")
+        for sid, a, b in [("held", 3, None), ("loud", 0, 2)]:
+            gb.add_student(sid)
+            gb.add_submission(LESSON, sid)
+            gb.find_grade("test_a", LESSON, LESSON, sid).auto_score = a
+            grade = gb.find_grade("test_b", LESSON, LESSON, sid)
+            grade.auto_score, grade.needs_manual_grade = b, b is None
+        gb.db.commit()
+    report = report_path(root, LESSON, "loud")
+    report.parent.mkdir(parents=True)
+    report.write_text(json.dumps({"lesson": LESSON, "student": "loud", "flags": [HOSTILE_FLAG]}))
+    export(root, root / "export", log=lambda *_: None)
+    return root / "export"
+
+
+def test_a_cell_the_grader_could_not_run_is_pending_in_every_export_never_zero(pending_course):
+    grades = {r[3]: r for r in rows(pending_course / "grades.csv")[1:]}
+    assert (grades["held"][7], grades["held"][9]) == ("pending", "pending")
+    assert (grades["loud"][7], grades["loud"][9]) == ("2.0", "2.0")
+    assert [r[2:] for r in rows(pending_course / "canvas.csv")[2:]] == [["held", "held", "", ""], ["loud", "loud", "", "2"]]
+    assert [r[2:] for r in rows(pending_course / "moodle.csv")[1:]] == [["held", "", ""], ["loud", "", "2"]]
+    summary = {r[2]: r for r in rows(pending_course / "summary.csv")[1:]}
+    assert summary["test_b"][4:] == ["1", "1", "0", "2.00", "1"]  # one scored (full marks), one pending
+    assert "## Pending manual grading (1)" in (pending_course / "summary.md").read_text()
+
+
+def test_summary_md_shows_a_flags_text_as_text(pending_course):
+    """Rendered as an instructor's viewer would (CommonMark with HTML on): the flag is one list item of plain
+    text; no tag, link, image, heading or table from it."""
+    from markdown_it import MarkdownIt
+    html = MarkdownIt("commonmark", {"html": True}).enable("table").render((pending_course / "summary.md").read_text())
+    assert "<img" not in html and "javascript:" not in html.split("<code>")[0]
+    assert 'href="javascript' not in html and "<a " not in html and "<h1>heading" not in html
+    flag_item = next(line for line in html.splitlines() if "onerror" in line)
+    assert "<code>" in flag_item and "&lt;img src=x onerror=alert(1)&gt;" in flag_item
