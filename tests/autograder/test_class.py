@@ -294,6 +294,45 @@ def test_a_worker_past_the_hard_limit_is_killed_scored_zero_and_flagged(tiny_cou
     assert list((course / ".grading" / lesson / "stuck").glob("worker.log")), "the worker's log is kept for review"
 
 
+def test_a_test_the_grader_could_not_run_is_pending_not_zero_in_the_gradebook_and_every_export(tiny_course, tmp_path):
+    """The kernel stops answering the grader after test_double (its shell's user_expressions emptied): test_square
+    cannot be run. It is not scored 0: nbgrader's needs_manual_grade, pending in the summary and the exports,
+    flagged `grader:`; the score an instructor then types in formgrader is the one that counts."""
+    from nbgrader.api import Gradebook
+
+    from autograder.export import export
+    lesson = tiny.LESSON
+    course = tmp_path / "course"
+    shutil.copytree(tiny_course, course)
+    nb = fill_solutions(load(course / "release" / lesson / f"{lesson}.ipynb"), tiny.lesson())
+    answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "double")
+    answer.source = ("def double(x):\n    if not isinstance(x, int):  # the hidden test's call: the grader's last answer\n"
+                     "        get_ipython().user_expressions = lambda expressions: {}\n    return 2 * x\n")
+    submit(course, lesson, "mute", nb)
+    [r] = grade(course, [lesson], log=lambda *_: None)
+    assert (r.status, r.score, r.pending) == ("graded", 1, ["test_square"]), r
+    assert any(f.startswith("grader: the grader could not run test cell test_square") for f in r.flags), r.flags
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:
+        held = gb.find_grade("test_square", lesson, lesson, "mute")
+        assert (held.auto_score, held.needs_manual_grade) == (None, True)
+    out = course / "export"
+    export(course, out, log=lambda *_: None)
+    with open(out / "grades.csv", newline="") as f:
+        [row] = [row for row in csv.DictReader(f) if row["student_id"] == "mute"]
+    assert (row["raw_score"], row["score"]) == ("pending", "pending")
+    with open(out / "canvas.csv", newline="") as f:
+        assert list(csv.reader(f))[2][-1] == ""
+    assert "## Pending manual grading (1)" in (out / "summary.md").read_text()
+    with Gradebook(f"sqlite:///{course / 'gradebook.db'}") as gb:  # the instructor grades it in formgrader
+        held = gb.find_grade("test_square", lesson, lesson, "mute")
+        held.manual_score, held.needs_manual_grade = 2, False
+        gb.db.commit()
+    export(course, out, log=lambda *_: None)
+    with open(out / "grades.csv", newline="") as f:
+        [row] = [row for row in csv.DictReader(f) if row["student_id"] == "mute"]
+    assert float(row["score"]) == 3
+
+
 def _processes_with(marker):
     """Process ids whose environment holds `marker` (the grading parent, its workers, and their kernels)."""
     found = []
