@@ -370,11 +370,16 @@ class _Stack:
             raise error
 
 
-def _forbidding(stack, names):
+def _forbidding(stack, refusals):
     """The test's forbidden operators refused during the call: by modes in this thread (which name the function
     the code called) and, in a grading kernel, by the dispatcher in every thread (no thread, custom op or
     disabled mode gets past it). Not in the grader's own process (the in-process transport of tests), where the
-    test's lent objects run beside the call and may use them."""
+    test's lent objects run beside the call and may use them. `only`: the test's launcher_only allow-list (None:
+    none), refused by a dispatch mode in this thread."""
+    names, only = refusals
+    if only is not None:
+        import course_utils.checks as checks
+        stack.enter(checks.allowed_ops(*only))
     if not names:
         return
     import course_utils.checks as checks
@@ -398,9 +403,9 @@ def _measuring(stack, meters):
         if _LENDING["in_kernel"]:
             taken["unseen"] = stack.enter(_WorkElsewhere())
         taken["memory"] = (stack.enter(TensorMemory()), stack.enter(AllocatedMemory()))
-    if "work" in meters:
+    if "work" in meters and _LENDING["in_kernel"]:  # (in the grader's own process its open blocks count the call)
         from course_utils.kernels import count_work
-        taken["work"] = stack.enter(count_work(own=True))
+        taken["work"] = stack.enter(count_work())
     return taken
 
 
@@ -567,13 +572,13 @@ def serve(request, namespace, ask_grader=None):
 
 def _serve(request, namespace):
     try:
-        op, target, args, kwargs, forbidden, meters, in_place, stand_ins = _load(request)
+        op, target, args, kwargs, forbidden, meters, in_place, stand_ins, only = _load(request)
     except Tampered:
         return _TAMPERED
     except Exception as e:  # noqa: BLE001: the grader sent what this kernel cannot read: the grader's problem
         return _json({"ok": False, "grader": f"the kernel could not read the request ({_type(e).__name__})"})
     try:
-        answer = _answer(op, target, args, kwargs, forbidden, meters, in_place, stand_ins, namespace)
+        answer = _answer(op, target, args, kwargs, (forbidden, only), meters, in_place, stand_ins, namespace)
     except BaseException as e:  # noqa: BLE001: the student's error is reported as its kind only
         answer = _error(e)
     try:
@@ -586,7 +591,7 @@ def _serve(request, namespace):
 _TAMPERED = '{"ok": false, "error": "Tampered"}'
 
 
-def _answer(op, target, args, kwargs, forbidden, meters, in_place, stand_ins, namespace):
+def _answer(op, target, args, kwargs, refusals, meters, in_place, stand_ins, namespace):
     """Run the request against the notebook's namespace: the answer as plain data (raises the student's error)."""
     changed, measured, stack = [], {}, _Stack()
     streams = sys.stdout, sys.stderr
@@ -602,7 +607,7 @@ def _answer(op, target, args, kwargs, forbidden, meters, in_place, stand_ins, na
             before = _arrays(args, kwargs) if op == "call" else {}
             call = _Stack()
             try:
-                _forbidding(call, forbidden)
+                _forbidding(call, refusals)
                 measured = _measuring(call, meters)
                 if op == "call":
                     value = obj(*args, **kwargs)
@@ -616,7 +621,7 @@ def _answer(op, target, args, kwargs, forbidden, meters, in_place, stand_ins, na
             obj = _table()[target]
             call = _Stack()
             try:
-                _forbidding(call, forbidden)
+                _forbidding(call, refusals)
                 value = _other(op, obj, args)
             except BaseException as e:  # noqa: BLE001
                 call.close(e)

@@ -8,14 +8,18 @@ import re
 
 
 def md_text(text, limit=600):
-    """`text` as literal Markdown text: every ASCII punctuation mark escaped (so no tag, link, image, emphasis or
-    table cell can start), line breaks and control characters as spaces, at most `limit` characters. The
-    grader's own words and the kernel's alike: a flag may quote what a submission printed or raised."""
+    """`text` as literal Markdown text, for a table cell: every mark that can start a tag, link, image, emphasis,
+    code span or cell escaped (an underscore inside a word starts nothing and is left as it is), line breaks and
+    control characters as spaces, at most `limit` characters."""
     text = "".join(" " if ord(c) < 32 or c == "\x7f" else c for c in str(text)[:limit])
-    return "".join("\\" + c if c in _PUNCTUATION else c for c in text)
+    out = []
+    for i, c in enumerate(text):
+        inside_word = c == "_" and 0 < i < len(text) - 1 and text[i - 1].isalnum() and text[i + 1].isalnum()
+        out.append("\\" + c if c in _SPECIAL and not inside_word else c)
+    return "".join(out)
 
 
-_PUNCTUATION = set("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~")
+_SPECIAL = set("\\`*_[]<>|&!#~$")
 
 
 def md_code(text, limit=600):

@@ -426,16 +426,17 @@ class Session:
         return {"len": len, "list": list, "bool": bool, "next": next}[op](target)
 
     def _ask(self, op, target, args, kwargs, label, transport):
-        from course_utils.checks import ForbiddenCall, forbidden_now, in_place_allowed_now, stand_ins_now
+        from course_utils.checks import (ForbiddenCall, forbidden_now, in_place_allowed_now, launcher_only_now,
+                                         stand_ins_now)
         from course_utils.kernels import counting
         from course_utils.memory import measuring
-        forbidden, in_place = forbidden_now(), in_place_allowed_now()
+        forbidden, in_place, only = forbidden_now(), in_place_allowed_now(), launcher_only_now()
         meters = {"memory": measuring(), "work": counting()}
         asked = tuple(kind for kind, open_blocks in meters.items() if open_blocks)
         stand_ins = {name: _LendThis(part) for name, part in stand_ins_now().items()}
         try:
             payload = self._pickle((op, target, tuple(args), dict(kwargs), forbidden, asked, in_place,
-                                    stand_ins))
+                                    stand_ins, only))
             _readable_in_any_course_kernel(payload)
         except (pickle.PicklingError, TypeError, AttributeError, pickle.UnpicklingError) as e:
             raise GraderSideError(f"the test's arguments could not be sent ({type(e).__name__}: {str(e)[:200]})") from None
@@ -468,6 +469,11 @@ class Session:
                                      "kernel can be trusted; restart the kernel and leave them alone")
             if kind == "ForbiddenCall":
                 used = answer.get("forbidden")
+                if only is not None and type(used) is str and used.startswith("torch.ops.aten.") and used not in forbidden:
+                    raise ForbiddenCall(f"{name} computed with {used[:80]} in PyTorch, where this exercise asks your "
+                                        "Triton kernel to compute: the launcher only allocates, views and copies "
+                                        "tensors and launches kernels" + (f" (and may use {', '.join(only)})" if only
+                                                                          else "") + ".")
                 used = used if used in forbidden else (forbidden[0] if forbidden else "a forbidden operator")
                 raise ForbiddenCall(f"{name} called {used}, which this exercise asks you to build yourself.")
             if op == "get" and kind == "NameError":
@@ -504,8 +510,7 @@ class Session:
 
 def _absorb(answer, meters):
     """Add the kernel's figures for one call to the test's open meters: its memory to every TensorMemory block,
-    its Triton work to the innermost count_work block, which hands it on to the blocks around it as it ends
-    (ints only; anything else in the answer is ignored)."""
+    its Triton work to every open count_work block (ints only; anything else in the answer is ignored)."""
     memory = answer.get("memory")
     if meters["memory"] and type(memory) is list and len(memory) == 2 and all(type(x) is int for x in memory):
         for meter in meters["memory"]:
@@ -513,7 +518,8 @@ def _absorb(answer, meters):
     work = answer.get("work")
     if meters["work"] and type(work) is dict:
         counts = {name: max(0, value) for name, value in work.items() if type(name) is str and type(value) is int}
-        meters["work"][-1].absorb(counts)
+        for meter in meters["work"]:
+            meter.absorb(counts)
 
 
 def _vjp(fn, args, kwargs, grad_outputs):

@@ -370,24 +370,62 @@ def processes_started():
 
 
 def _child_processes():
-    """The ids of this process's living children (Linux; an empty list where /proc cannot tell)."""
+    """The ids of the living processes that could compute for this one (Linux; an empty list where /proc cannot
+    tell): in the grading sandbox's PID namespace, every process in it but this one and its ancestors, so a
+    process orphaned by an intermediate that exited at once counts too; elsewhere this process's descendants."""
     import os
-    children = []
+    try:  # the grading sandbox: a PID namespace whose init is bubblewrap's (another uid's process: not the student's)
+        with open("/proc/1/cmdline", "rb") as f:
+            own_namespace = os.path.basename(f.read().split(b"\0")[0]) == b"bwrap"
+    except OSError:
+        own_namespace = False
+    if own_namespace:
+        ancestors, pid = set(), os.getpid()
+        while pid > 0 and pid not in ancestors:
+            ancestors.add(pid)
+            pid = _parent(pid)
+        return [pid for pid in _pids() if pid not in ancestors and _alive(pid)]
+    found, todo = [], [os.getpid()]
+    while todo:
+        parent = todo.pop()
+        for thread in _listdir(f"/proc/{parent}/task"):
+            try:
+                with open(f"/proc/{parent}/task/{thread}/children") as f:
+                    children = [int(p) for p in f.read().split()]
+            except (OSError, ValueError):
+                continue
+            new = [child for child in children if child not in found]
+            found += new
+            todo += new
+    return [pid for pid in found if _alive(pid)]
+
+
+def _listdir(path):
+    import os
     try:
-        for thread in os.listdir("/proc/self/task"):
-            with open(f"/proc/self/task/{thread}/children") as f:
-                children += f.read().split()
+        return os.listdir(path)
     except OSError:
         return []
-    alive = []
-    for pid in children:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                if f.read().rsplit(")", 1)[-1].split()[0] != "Z":  # a zombie has finished
-                    alive.append(int(pid))
-        except OSError:
-            pass
-    return alive
+
+
+def _pids():
+    return [int(p) for p in _listdir("/proc") if p.isdigit()]
+
+
+def _parent(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[-1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def _alive(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[-1].split()[0] != "Z"  # a zombie has finished
+    except (OSError, IndexError):
+        return False
 
 
 def _refused_kernel(dotted, reason, *args, **kwargs):
@@ -408,6 +446,55 @@ def _computing_kernels(dotted_names):
             found += [(op, key, dotted) for key in _COMPUTING_KEYS
                       if torch._C._dispatch_has_kernel_for_dispatch_key(full, key)]
     return found
+
+
+# What a launcher may do in PyTorch around its Triton kernels: make tensors, view them, copy or convert them.
+# Every other aten operator computes, and where an exercise asks a kernel to compute, it is refused.
+LAUNCHER_OPS = frozenset("""empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros ones
+    ones_like new_ones full full_like new_full fill_ zero_ scalar_tensor view _unsafe_view reshape _reshape_alias
+    as_strided expand expand_as permute transpose t unsqueeze squeeze select slice narrow split split_with_sizes unbind
+    chunk alias detach lift lift_fresh view_as flatten unflatten movedim clone contiguous copy_ _to_copy to
+    _copy_from _copy_from_and_resize resize_ set_ _local_scalar_dense is_nonzero""".split())
+
+_LAUNCHER_ONLY = []  # the operators each enclosing `launcher_only` block allows besides LAUNCHER_OPS
+
+
+@contextlib.contextmanager
+def launcher_only(*also):
+    """While the block runs, the student's code may run only the PyTorch operators a launcher needs (allocate,
+    view, copy, convert: LAUNCHER_OPS) and the aten operators named in `also` ("mul", "sum", ...); any other
+    raises ForbiddenCall. So where an exercise asks a Triton kernel to compute, a result computed in PyTorch
+    around a kernel that only copies is refused, whatever the kernel loads and stores. The grader sends the
+    allow-list with its calls, like forbid's names; in this process it applies to this thread."""
+    _LAUNCHER_ONLY.append(tuple(also))
+    try:
+        with allowed_ops(*also):
+            yield
+    finally:
+        _LAUNCHER_ONLY.pop()
+
+
+def launcher_only_now():
+    """None outside every `launcher_only` block; inside, the operators allowed besides LAUNCHER_OPS (every block's)."""
+    return tuple(name for names in _LAUNCHER_ONLY for name in names) if _LAUNCHER_ONLY else None
+
+
+@contextlib.contextmanager
+def allowed_ops(*also, reason="this exercise asks your Triton kernel to compute it; a launcher only allocates, "
+                               "views and copies tensors and launches kernels"):
+    """Refuse every aten operator but LAUNCHER_OPS and `also`, by what runs (a dispatch mode: any alias, any path)."""
+    from .modes import EagerDispatchMode
+    allowed = LAUNCHER_OPS | set(also)
+
+    class AllowOnly(EagerDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = getattr(getattr(func, "overloadpacket", func), "__name__", "")
+            if name not in allowed:
+                raise _refuse(f"torch.ops.aten.{name}", reason)
+            return func(*args, **(kwargs or {}))
+
+    with AllowOnly():
+        yield
 
 
 @contextlib.contextmanager

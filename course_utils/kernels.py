@@ -153,7 +153,7 @@ class KernelWork:
                 f"{self.stores} stores ({self.bytes_stored:,} B); {self.dot_flops:,} FLOPs in tl.dot")
 
 
-_ACTIVE = []  # the count_work blocks open now, innermost last: the interpreter's events go to the innermost
+_ACTIVE = []  # the count_work blocks open now, innermost last: the interpreter's events go to every one of them
 _PATCHED = {}  # (owner, attribute) -> Triton's own, while any block is open
 
 
@@ -179,37 +179,65 @@ def _install():
     _interpret_device_calls()
     builder, executor = interpreter.InterpreterBuilder, interpreter.GridExecutor
     names = [(builder, n) for n in ("create_masked_load", "create_masked_store", "create_dot", "set_grid_idx")]
-    _PATCHED.update({(owner, n): owner.__dict__[n] for owner, n in names + [(executor, "__call__"), (JITFunction, "run")]})
+    atomics = ("create_atomic_rmw", "create_atomic_cas", "create_descriptor_gather", "create_descriptor_scatter")
+    _PATCHED.update({(owner, n): owner.__dict__[n] for owner, n in names + [(builder, n) for n in atomics] +
+                     [(executor, "__call__"), (JITFunction, "run")]})
     load, store, dot, set_grid_idx = (_PATCHED[key] for key in names)
     launch = _PATCHED[(executor, "__call__")]
 
+    rmw, cas, gather, scatter = (_PATCHED[(builder, n)] for n in atomics)
+
+    def add(**counts):  # to every open block: a block opened inside another (the student's own) hides nothing
+        for work in _ACTIVE:
+            for name, value in counts.items():
+                setattr(work, name, getattr(work, name) + value)
+
     def counted_load(self, ptrs, mask, other, *args, **kwargs):
         result = load(self, ptrs, mask, other, *args, **kwargs)
-        _ACTIVE[-1].loads += 1
-        _ACTIVE[-1].bytes_loaded += _elements(mask, ptrs) * _itemsize(result)
+        add(loads=1, bytes_loaded=_elements(mask, ptrs) * _itemsize(result))
         return result
 
     def counted_store(self, ptrs, value, mask, *args, **kwargs):
-        _ACTIVE[-1].stores += 1
-        _ACTIVE[-1].bytes_stored += _elements(mask, ptrs) * _itemsize(value)
+        add(stores=1, bytes_stored=_elements(mask, ptrs) * _itemsize(value))
         return store(self, ptrs, value, mask, *args, **kwargs)
+
+    def counted_rmw(self, op, ptrs, value, mask, *args, **kwargs):  # tl.atomic_add & co: a read and a write
+        size = _elements(mask, ptrs) * _itemsize(value)
+        add(loads=1, bytes_loaded=size, stores=1, bytes_stored=size)
+        return rmw(self, op, ptrs, value, mask, *args, **kwargs)
+
+    def counted_cas(self, ptrs, compare, value, *args, **kwargs):
+        size = int(ptrs.data.size) * _itemsize(value)
+        add(loads=1, bytes_loaded=size, stores=1, bytes_stored=size)
+        return cas(self, ptrs, compare, value, *args, **kwargs)
+
+    def counted_gather(self, *args, **kwargs):
+        result = gather(self, *args, **kwargs)
+        add(loads=1, bytes_loaded=int(result.data.size) * _itemsize(result))
+        return result
+
+    def counted_scatter(self, desc, value, *args, **kwargs):
+        add(stores=1, bytes_stored=int(value.data.size) * _itemsize(value))
+        return scatter(self, desc, value, *args, **kwargs)
 
     def counted_dot(self, a, b, *args, **kwargs):
         batch = 1
         for n in a.data.shape[:-2]:
             batch *= int(n)
-        _ACTIVE[-1].dot_flops += 2 * a.data.shape[-2] * a.data.shape[-1] * b.data.shape[-1] * batch
+        add(dot_flops=2 * a.data.shape[-2] * a.data.shape[-1] * b.data.shape[-1] * batch)
         return dot(self, a, b, *args, **kwargs)
 
     def counted_program(self, x, y, z):
-        _ACTIVE[-1].programs += 1
+        add(programs=1)
         return set_grid_idx(self, x, y, z)
 
     def counted_launch(self, *args, **kwargs):
-        _ACTIVE[-1].launches += 1
+        add(launches=1)
         return launch(self, *args, **kwargs)
 
     builder.create_masked_load, builder.create_masked_store = counted_load, counted_store
+    builder.create_atomic_rmw, builder.create_atomic_cas = counted_rmw, counted_cas
+    builder.create_descriptor_gather, builder.create_descriptor_scatter = counted_gather, counted_scatter
     builder.create_dot, builder.set_grid_idx = counted_dot, counted_program
     executor.__call__, JITFunction.run = counted_launch, _interpreted_run  # a compiled kernel (GPU): interpreted
 
@@ -221,16 +249,16 @@ def _uninstall():
 
 
 @contextlib.contextmanager
-def count_work(own=False):
-    """Count the loads, stores and tile products of the Triton kernels launched inside the block.
+def count_work():
+    """Count the loads, stores (atomics too) and tile products of the Triton kernels launched inside the block.
 
         with count_work() as work:
             softmax_rows(x)
         print(work.bytes_loaded)
 
     Kernels run in Triton's interpreter while counted (on a GPU too: host copies of their arguments go in,
-    results are copied back), so count small problems. A block inside another adds its counts to the outer one
-    when it ends, unless own=True (the grader's kernel side, whose counts travel back in its answer instead).
+    results are copied back), so count small problems. Every block open counts everything run inside it, so a
+    block inside another counts part of what the outer one counts, and hides nothing from it.
     """
     work = KernelWork()
     if not _ACTIVE:
@@ -239,11 +267,9 @@ def count_work(own=False):
     try:
         yield work
     finally:
-        _ACTIVE.remove(work)
+        del _ACTIVE[next(i for i, block in enumerate(_ACTIVE) if block is work)]  # by identity: equal counts differ
         if not _ACTIVE:
             _uninstall()
-        elif not own:
-            _ACTIVE[-1].absorb(dataclasses.asdict(work))
 
 
 def count_eager_bytes(fn, *args, **kwargs):

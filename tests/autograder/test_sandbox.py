@@ -160,6 +160,42 @@ def test_kernel_sees_only_its_own_processes(two_kernels):
     assert b_pid == "2"  # B too is alone in its PID namespace
 
 
+ORPHAN = """
+import subprocess, sys
+# a server started through an intermediate shell that exits at once: orphaned, no child of the kernel
+subprocess.run(['sh', '-c', sys.executable + ' -c "import time; time.sleep(600)" >/dev/null 2>&1 &'])
+import os, time
+time.sleep(0.5)
+print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()), os.getpid())
+"""
+REFUSED = """
+import course_utils.checks as c
+try:
+    with c.forbidden_in_every_thread('torch.nn.functional.scaled_dot_product_attention'):
+        print('allowed')
+except c.ForbiddenCall as e:
+    print('refused:', e)
+with c.processes_started() as started:
+    pass
+print(started)
+"""
+
+
+def test_an_orphaned_process_in_the_kernels_namespace_is_refused_during_a_forbidding_test(settings, tmp_path):
+    """A second interpreter orphaned by an intermediate that exits at once is no child of the kernel; in the
+    sandbox's PID namespace it is still a process that could compute what a test forbids: the test's call is
+    refused, and a memory measurement notes it."""
+    kernel = Kernel(settings, tmp_path)
+    try:
+        listed = kernel.run(ORPHAN)
+        assert len(eval(listed.split("] ")[0] + "]")) == 3, listed  # init, the kernel, the orphan
+        out = kernel.run(REFUSED)
+        assert "refused: " in out and "still running" in out, out
+        assert "['running']" in out, out
+    finally:
+        kernel.close()
+
+
 def test_the_kernels_process_clock_steps_finely(two_kernels):
     # a CPU rlimit would make Linux read the process clock per tick (4 ms steps here): the course's
     # timer then repeats every call until the ticks average out, and graded notebooks ran slower

@@ -121,6 +121,23 @@ MISTAKES = {
     "Function: flash_attention calls forward directly (no gradients)": ("test_flash_attention", _variant(
         "FlashAttentionKernel", ("return FlashAttentionKernel.apply(q, k, v, causal, block_q, block_k)",
                                  "return flash_forward(q, k, v, causal, block_q, block_k)[0]"))),
+    # The work done where the test does not count it (issue: the launcher computes, the kernel only moves data)
+    "softmax: a kernel that copies each row, the softmax computed in PyTorch": ("test_softmax_rows", _variant(
+        "softmax_rows",
+        ("    x = x - tl.max(x, axis=0)\n    e = tl.exp(x)\n    tl.store(y_ptr + row * n_cols + cols, e / tl.sum(e, axis=0), "
+         "mask=inside)", "    tl.store(y_ptr + row * n_cols + cols, x, mask=inside)"),
+        ("    return y", "    e = (y - y.max(dim=-1, keepdim=True).values).exp()\n    return e / e.sum(dim=-1, keepdim=True)"))),
+    "forward: the kernel loads the tiles, the launcher computes attention by broadcasting": ("test_flash_forward",
+                                                                                              _variant(
+        "flash_forward", ("    return o, lse", "    scores = (q[:, :, :, None, :] * k[:, :, None, :, :]).sum(-1) / math.sqrt(d)\n"
+                          "    if causal:\n"
+                          "        scores = scores.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float('-inf'))\n"
+                          "    top = scores.amax(-1, keepdim=True)\n    w = (scores - top).exp()\n"
+                          "    lse = (top[..., 0] + w.sum(-1).log()).to(lse.dtype)\n"
+                          "    return ((w / w.sum(-1, keepdim=True))[..., None] * v[:, :, None, :, :]).sum(-2), lse"))),
+    "Function: flash_attention returns PyTorch's attention beside an unused Function": ("test_flash_attention", _variant(
+        "FlashAttentionKernel", ("return FlashAttentionKernel.apply(q, k, v, causal, block_q, block_k)",
+                                 "return F.scaled_dot_product_attention(q, k, v, is_causal=causal)"))),
 }
 
 ALTERNATIVES = {
@@ -277,6 +294,9 @@ ALTERNATIVES = {
          "    flash_backward_dq_kernel[(triton.cdiv(L, block_q), B * H)](q, k, v, grad_o, lse, delta, dq, L, scale, **shapes)\n"
          "    flash_backward_dkdv_kernel[(triton.cdiv(L, block_k), B * H)](q, k, v, grad_o, lse, delta, dk, dv, L, scale,\n"
          "                                                                 **shapes)\n"))),
+    "backward with D by torch.einsum (the launcher's one computation, as the exercise allows)": (
+        "test_flash_backward", _variant("flash_backward", ("delta = (grad_o * o).sum(-1)",
+                                                           'delta = torch.einsum("...ld,...ld->...l", grad_o, o)'))),
     "Function saving o and lse as attributes-free tensors, apply with keywords resolved": ("test_flash_attention",
                                                                                            textwrap.dedent("""
         class FlashAttentionKernel(torch.autograd.Function):
