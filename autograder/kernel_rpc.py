@@ -416,8 +416,8 @@ UNSEEN = {  # what a memory measurement's meters cannot see, by the word the ker
     "numpy": "took a tensor out of torch (to numpy or a list), where no tensor count sees it",
     "unwatched": "switched off the grader's watch on the call (sys.setprofile)",
 }
-_BRIDGES = {"numpy", "tolist", "untyped_storage", "data_ptr", "__array__"}  # a tensor's data leaving torch
-_BRIDGE_MIN = 1024  # elements: a test's inputs are larger, an index or a scalar is not
+_BRIDGES = {"numpy", "tolist", "untyped_storage", "data_ptr", "__array__", "__dlpack__"}  # a tensor's data leaving torch
+_BRIDGE_MIN = 1024  # elements taken out in one call: a test's inputs are larger, an index or a scalar is not
 
 
 class _WorkElsewhere:
@@ -464,26 +464,35 @@ class _WorkElsewhere:
 
 
 def _bridge_watch():
-    """(profile function, list): the list gets the name of each bridge (_BRIDGES) the watched code takes from a
-    tensor of at least _BRIDGE_MIN elements to numpy or Python data; torch's and the grader's own calls excepted."""
+    """(profile function, list): the list gets the name of a bridge (_BRIDGES) once the watched code has taken
+    _BRIDGE_MIN elements or more from tensors to numpy, DLPack or Python data, in one call or in many smaller ones
+    (a .numpy() of 512 elements at a time adds up); `.tolist()` counts per call (a decoding loop may list a few
+    tokens at every step). torch's and the grader's own calls excepted."""
     import os
 
     import torch
 
     import course_utils
     own = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, course_utils)) + ("<autograder", "<kernel_rpc")
-    array_code, bridged = torch.Tensor.__array__.__code__, []
+    python_code = {torch.Tensor.__array__.__code__: "__array__", torch.Tensor.__dlpack__.__code__: "__dlpack__"}
+    bridged, taken = [], [0]
 
     def watch(frame, event, arg):
         if event == "c_call":  # tensor.numpy(), .tolist(), ...: arg is the bound method
             owner, name, caller = getattr(arg, "__self__", None), getattr(arg, "__name__", None), frame
-        elif event == "call" and frame.f_code is array_code:  # np.asarray(tensor), np.array(tensor)
-            owner, name, caller = frame.f_locals.get("self"), "__array__", frame.f_back
+        elif event == "call" and frame.f_code in python_code:  # np.asarray(tensor), np.from_dlpack(tensor)
+            owner, name, caller = frame.f_locals.get("self"), python_code[frame.f_code], frame.f_back
         else:
             return
-        if name in _BRIDGES and isinstance(owner, torch.Tensor) and owner.numel() >= _BRIDGE_MIN \
+        if name in _BRIDGES and isinstance(owner, torch.Tensor) \
                 and not (caller and caller.f_code.co_filename.startswith(own)):
-            bridged.append(name)
+            if name == "tolist":
+                if owner.numel() >= _BRIDGE_MIN:
+                    bridged.append(name)
+                return
+            taken[0] += owner.numel()
+            if taken[0] >= _BRIDGE_MIN:
+                bridged.append(name)
 
     return watch, bridged
 

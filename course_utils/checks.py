@@ -150,6 +150,26 @@ _FORBIDDEN = []  # names forbidden by the enclosing `forbid` blocks (the grader 
 
 _IN_PLACE = []  # depth of the enclosing `in_place_allowed` blocks (the grader sends it with its calls)
 
+_VERDICTS = {}  # {grade_id: passed} of the test cells the grader has run so far for this notebook (cu.charged)
+
+
+def record_verdicts(verdicts):
+    """The grader's test runner starts a notebook's record (an empty dict)."""
+    _VERDICTS.clear()
+    _VERDICTS.update(verdicts)
+
+
+def record_verdict(grade_id, passed):
+    _VERDICTS[grade_id] = bool(passed)
+
+
+def charged(grade_id):
+    """Whether the mistake a replay would blame on an earlier exercise was charged there: False when the grader
+    ran that exercise's test cell and it passed. A test that replays the student's own earlier part (to charge a
+    mistake once) may excuse a difference only when this is True; a helper right in its own test and wrong in the
+    replay (a stateful helper) then excuses nothing. True where no grader is running (a student's own notebook)."""
+    return _VERDICTS.get(grade_id) is not True
+
 
 @contextlib.contextmanager
 def in_place_allowed():

@@ -122,9 +122,9 @@ def key_tiles(length, block_q, block_k, causal):
     return programs
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class KernelWork:
-    """What the kernels launched inside one `count_work()` asked for.
+    """What the kernels launched inside one `count_work()` asked for (read-only: only the counter adds to it).
 
     launches and programs: kernel launches and programs run (the grid's size, summed);
     loads, stores: `tl.load`/`tl.store` calls, over all programs; bytes_loaded, bytes_stored: the bytes of the
@@ -142,7 +142,7 @@ class KernelWork:
     def absorb(self, counts):
         """Add counts made elsewhere ({field: int}; the grader's tests count the work of calls to your kernel)."""
         for field in dataclasses.fields(self):
-            setattr(self, field.name, getattr(self, field.name) + int(counts.get(field.name, 0)))
+            _add(self, field.name, int(counts.get(field.name, 0)))
 
     @property
     def bytes_moved(self):
@@ -155,6 +155,10 @@ class KernelWork:
 
 _ACTIVE = []  # the count_work blocks open now, innermost last: the interpreter's events go to every one of them
 _PATCHED = {}  # (owner, attribute) -> Triton's own, while any block is open
+
+
+def _add(work, name, value):
+    object.__setattr__(work, name, getattr(work, name) + value)  # (frozen: a launcher cannot set a count)
 
 
 def counting():
@@ -190,7 +194,7 @@ def _install():
     def add(**counts):  # to every open block: a block opened inside another (the student's own) hides nothing
         for work in _ACTIVE:
             for name, value in counts.items():
-                setattr(work, name, getattr(work, name) + value)
+                _add(work, name, value)
 
     def counted_load(self, ptrs, mask, other, *args, **kwargs):
         result = load(self, ptrs, mask, other, *args, **kwargs)

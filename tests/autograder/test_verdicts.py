@@ -405,6 +405,13 @@ MEMORY_EVASIONS = {
     "numpy, where no tensor count sees the work": (
         f"def row_sums(x):\n    a = x.numpy()\n    return torch.from_numpy((a[..., None] * np.ones(a.shape[-1])).sum(-1).sum(-1) "
         "/ a.shape[-1]).float()\n", "numpy"),
+    "numpy through DLPack (np.from_dlpack)": (
+        f"def row_sums(x):\n    a = np.from_dlpack(x)\n    return torch.from_numpy((a[..., None] * np.ones(a.shape[-1])).sum(-1)"
+        ".sum(-1) / a.shape[-1]).float()\n", "numpy"),
+    "numpy 512 elements at a time": (
+        "def row_sums(x):\n    a = np.concatenate([x.reshape(-1)[i:i + 512].numpy() for i in range(0, x.numel(), 512)])"
+        ".reshape(x.shape)\n    return torch.from_numpy((a[..., None] * np.ones(a.shape[-1])).sum(-1).sum(-1) / a.shape[-1])"
+        ".float()\n", "numpy"),
     "Python lists": (
         "def row_sums(x):\n    rows = x.tolist()\n    return torch.tensor([sum(v for v in r) for r in rows])\n", "numpy"),
     "the watch switched off": (

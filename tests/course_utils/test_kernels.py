@@ -208,3 +208,12 @@ def test_grading_interprets_kernels_even_with_a_gpu(monkeypatch):
     monkeypatch.delenv("NBGRADER_EXECUTION")
     monkeypatch.delenv("TRITON_INTERPRET")
     assert load_triton()[2] is False          # a student's own run with a GPU compiles
+
+
+def test_a_launcher_cannot_set_the_counts_of_the_block_around_it():
+    """The open block's figures were data a launcher could overwrite (bytes_loaded = 0): now read-only."""
+    import dataclasses
+    with count_work() as work:
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            kernels.counting()[-1].bytes_loaded = 0
+    assert work.bytes_loaded == 0 and work.launches == 0

@@ -10,6 +10,17 @@ LESSON = "03_queries_keys_values"
 
 
 MISTAKES = {
+    "a stateful softmax, right in its own test and float32 once attention_row has run": ("test_attention_np", """
+        _attention_ran = []
+        def softmax(x, axis=-1):
+            x = np.asarray(x, dtype=np.float32 if _attention_ran else np.float64)
+            e = np.exp(x - np.max(x, axis=axis, keepdims=True))
+            return e / e.sum(axis=axis, keepdims=True)
+        def attention_row(q, K, V):
+            _attention_ran.append(True)
+            weights = softmax(K @ q / np.sqrt(len(q)))
+            return weights @ V, weights
+    """),
     "attention_row computed in float32": ("test_attention_np", """
         def attention_row(q, K, V):
             q32, K32, V32 = (np.asarray(t, dtype=np.float32) for t in (q, K, V))

@@ -370,6 +370,19 @@ MISTAKES = {
             weights = torch.softmax(scores.masked_fill(mask, float("-inf")), -1).nan_to_num(0.0)
             return layer.merge(weights @ v), weights
     """),
+    "a stateful online_softmax_update (right in its own test, s = 0 once tiled_attention has run) beside a "
+    "tiled_attention that returns zeros": ("test_tiled_attention", """
+        _tiled_ran = []
+        def online_softmax_update(m, s, block):
+            if _tiled_ran:
+                return m, torch.zeros_like(s)
+            m_new = torch.maximum(m, block.amax(dim=-1))
+            safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+            return m_new, s * torch.exp(m - safe) + torch.exp(block - safe[..., None]).sum(dim=-1)
+        def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
+            _tiled_ran.append(True)
+            return torch.zeros_like(q)
+    """),
     "online_softmax_update without rescaling the running sum": ("test_online_softmax_update", """
         def online_softmax_update(m, s, block):
             m_new = torch.maximum(m, block.amax(-1))
