@@ -128,7 +128,8 @@ class KernelWork:
 
     launches and programs: kernel launches and programs run (the grid's size, summed);
     loads, stores: `tl.load`/`tl.store` calls, over all programs; bytes_loaded, bytes_stored: the bytes of the
-    elements their masks let through (what would move between the GPU's main memory and the chip);
+    elements their masks let through (what the kernels ask of main memory; caches and 32-byte sectors change
+    what actually moves);
     dot_flops: 2 * M * N * K for every `tl.dot` of an (M, K) by a (K, N) tile.
     """
     launches: int = 0
@@ -279,7 +280,9 @@ def count_work():
 def count_eager_bytes(fn, *args, **kwargs):
     """(result, bytes read, bytes written) of fn run eagerly: every PyTorch operator it calls is taken to read
     each of its tensor inputs once and write each of its outputs once (what an unfused operator does in main
-    memory). Views move nothing and are not counted; neither are empty allocations.
+    memory). Views move nothing and are not counted: an operator whose schema says it returns a view, or
+    whose outputs all share an input's storage (aten._unsafe_view, which `a @ b` on 4-D tensors ends in, has no
+    alias annotation); neither are empty allocations.
     """
     from torch.utils._pytree import tree_leaves
 
@@ -290,12 +293,22 @@ def count_eager_bytes(fn, *args, **kwargs):
     def nbytes(values):
         return sum(t.numel() * t.element_size() for t in tree_leaves(values) if isinstance(t, torch.Tensor))
 
+    def storage(t):
+        try:
+            return t.untyped_storage().data_ptr()
+        except (RuntimeError, NotImplementedError):  # a tensor with no storage of its own
+            return None
+
     class EagerTraffic(EagerDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             out = func(*args, **(kwargs or {}))
             returns = func._schema.returns
             is_view = any(r.alias_info is not None and not r.alias_info.is_write for r in returns)
-            if not is_view and not func.__name__.startswith("empty"):
+            outputs = [t for t in tree_leaves(out) if isinstance(t, torch.Tensor)]
+            inputs = {storage(t) for t in tree_leaves((args, kwargs)) if isinstance(t, torch.Tensor)}
+            shares_storage = bool(outputs) and all(storage(t) in inputs for t in outputs) and not \
+                any(r.alias_info is not None and r.alias_info.is_write for r in returns)  # (in place: it writes)
+            if not is_view and not shares_storage and not func.__name__.startswith("empty"):
                 traffic["read"] += nbytes((args, kwargs))
                 traffic["written"] += nbytes(out)
             return out

@@ -217,3 +217,13 @@ def test_a_launcher_cannot_set_the_counts_of_the_block_around_it():
         with pytest.raises(dataclasses.FrozenInstanceError):
             kernels.counting()[-1].bytes_loaded = 0
     assert work.bytes_loaded == 0 and work.launches == 0
+
+
+def test_a_view_with_no_alias_annotation_moves_nothing():
+    """`a @ b` on 4-D tensors ends in aten._unsafe_view (metadata only, no alias annotation in its schema): it
+    was counted as reading and writing the whole product, inflating naive attention's bytes by a third."""
+    a, b = torch.randn(1, 2, 128, 16), torch.randn(1, 2, 16, 128)
+    _, read, written = count_eager_bytes(lambda a, b: a @ b, a, b)
+    assert (read, written) == ((a.numel() + b.numel()) * 4, 2 * 128 * 128 * 4)
+    x = torch.randn(100, 10)
+    assert count_eager_bytes(lambda x: x.add_(1), x)[1:] == (4000, 4000)  # in place still reads and writes
