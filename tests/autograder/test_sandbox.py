@@ -103,12 +103,15 @@ def test_kernel_sees_its_own_submission_folder(two_kernels):
     assert b.run("import os; print(os.getcwd(), open('secret_b.txt').read())").split() == [str(folder_b), "B's", "work"]
 
 
-def test_kernel_cannot_see_another_jobs_files(two_kernels):
+def test_kernel_cannot_see_another_jobs_files(settings, two_kernels):
     (a, b), (_, folder_b) = two_kernels
     runtime_b = os.path.dirname(b.km.connection_file)
     seen = _probe(a, [folder_b / "secret_b.txt", folder_b, runtime_b, "/tmp/note_b.txt"])
     assert set(seen.values()) <= {"missing", "denied"}, seen
     own = {"home", os.path.basename(os.path.dirname(a.km.connection_file)), folder_b.parts[2]}  # + its folder's top
+    # where the Python installation (a venv in /tmp/<name>/venv, say) lies under /tmp, its mount point shows there,
+    # read-only and the same for every kernel: the interpreter, not another job's files
+    own |= {Path(p).parts[2] for p in settings["read_only"] if Path(p).parts[:2] == ("/", "tmp") and len(Path(p).parts) > 2}
     assert set(eval(a.run("import os; print(sorted(os.listdir('/tmp')))"))) <= own
 
 
