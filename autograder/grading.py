@@ -53,7 +53,7 @@ from .gradebook import mark_flagged, merge, record_failure
 from .restore import restore
 from .sandbox import sandbox_settings  # noqa: F401 (the public API)
 from .settings import HARD_LIMIT_GRACE_S, Limits, grading_config  # noqa: F401 (the public API: grading_config)
-from .worker import FLAGGED, read_events
+from .worker import FLAGGED, STARVED, read_events
 
 
 def flag_for(event):
@@ -227,7 +227,7 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
         log(f"WARNING: {w}")
     log(f"sandbox: {sandbox.attempt_name(settings)}; grading {len(todo)} submission(s) with {jobs} job(s)")
     threads = max(1, len(os.sched_getaffinity(0)) // max(1, jobs))  # torch threads per kernel
-    results, running, queue, stop = [], [], list(todo), []
+    results, running, queue, stop, again = [], [], list(todo), [], set()
 
     def on_signal(signum, frame):
         if not stop:
@@ -249,7 +249,15 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
                     job.kill()
                 if job.proc.poll() is not None:
                     running.remove(job)
-                    results.append(record_result(course_root, job.finish(course_root, timed_out), log))
+                    result = job.finish(course_root, timed_out)
+                    key = (result.lesson, result.student)
+                    if any(e.kind == STARVED for e in result.events) and key not in again:
+                        again.add(key)  # a timeout the busy machine caused: once more, after the others
+                        queue.append(key)
+                        log(f"{result.lesson} {result.student}: a cell timed out while the machine was too busy to "
+                            "run its kernel; graded again after the others")
+                        continue
+                    results.append(record_result(course_root, result, log))
         if stop:
             _stop(course_root, stop[0], running, queue, results, log)
     finally:

@@ -27,6 +27,7 @@ import sys
 from pathlib import Path
 
 HANG = "hang"  # a kernel that stopped answering (see work_retrying_a_hang)
+STARVED = "starved"  # a cell timed out while the kernel waited for a core (sandbox/clock.py): graded again once
 EVENT_KINDS = {
     HANG: "a cell the kernel never started: graded again once in a fresh kernel",
     "runtime": "the kernel died, or the notebook ran past its budget: later cells not run",
@@ -34,6 +35,7 @@ EVENT_KINDS = {
     "output": "a cell's output was truncated",
     "integrity": "what the tests rely on changed in the kernel (a flag, never a score)",
     "grader": "the grader could not run a test cell: its verdict is withheld for review",
+    STARVED: "a cell timed out while the machine was too busy to run the kernel: graded again once, after the others",
 }
 FLAGGED = ("runtime", "integrity", "grader")  # the kinds a reviewer must see
 MAX_EVENT_CHARS = 500

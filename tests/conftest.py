@@ -36,7 +36,8 @@ def graded_class(released_course, solution_runs, tmp_path_factory):
 # bomb's 12 s, a hung kernel's timeout, a Dask worker killed, Ctrl-C): those go beside the mistakes, whose two
 # processes keep both cores busy, rather than at the end, where their waits left a core idle. Then the long groups,
 # so that the last to be handed out are short.
-FIRST = ["tests/lessons/test_mistakes.py", "tests/autograder/test_sandbox.py", "graded_class",
+FIRST = ["tests/lessons/test_mistakes.py", "tests/autograder/test_sandbox.py", "tests/autograder/test_clock.py",
+         "graded_class",
          "tests/autograder/test_class.py", "tests/autograder/test_cluster.py", "tests/autograder/test_nbgrader.py",
          "tests/site/test_browser.py", "tests/site/test_site.py", "tests/site/test_colab_env.py",
          "tests/autograder/test_verdicts.py", "tests/autograder/test_formgrader.py"]

@@ -17,11 +17,12 @@ from nbgrader.preprocessors import Execute
 from traitlets import Bool, Enum, Integer
 
 from .. import cells, integrity, sandbox, verdicts
+from ..sandbox import clock
 from .grades import WITHHELD
 from ..sandbox.limits import Limits
 from ..course import lesson_notebook
 from ..nbrun import SlicedWaits
-from ..worker import HANG, event, record_kernel
+from ..worker import HANG, STARVED, event, record_kernel
 
 
 def error_output(ename, evalue):
@@ -51,6 +52,7 @@ class GradingExecute(SlicedWaits, Execute):
         self._tests, self._runner = verdicts.LessonTests(source), None
         self._integrity_off = not self.integrity_check
         self._reported, self._withheld = set(), []
+        self._clock, self._starved = None, False
         nb, resources = super().preprocess(nb, resources, km)
         resources.setdefault("autograder", {})[WITHHELD] = list(self._withheld)  # SaveGrades leaves them ungraded
         return nb, resources
@@ -67,18 +69,39 @@ class GradingExecute(SlicedWaits, Execute):
         try:
             stdout, error = self._runner.run(cells.grade_id(cell))
         except verdicts.GraderSideError as e:
-            stdout, error = "", verdicts.GraderSideError(f"the grader could not run this test ({e}): it is left for "
-                                                         "your instructor to grade by hand")
-            self._withheld.append(cells.grade_id(cell))
-            event("grader", f"the grader could not run test cell {cells.grade_id(cell)} ({e}): left for manual "
-                  "grading (pending in formgrader and the exports), review it")
-        if isinstance(error, TimeoutError):
-            event("timeout", f"cell {index} timed out: the student's code ran past the cell's limit during its test")
+            stdout, error = "", self._withhold(cell, f"the grader could not run test cell {cells.grade_id(cell)} ({e})")
+        if isinstance(error, TimeoutError) and not self._starved_timeout(f"test cell {cells.grade_id(cell)}"):
+            event("timeout", f"cell {index} timed out: the student's code ran past the cell's limit during its test "
+                  f"({self._why})")
+        if error is not None and self._starved:  # after a timeout the busy machine caused: not the student's
+            stdout, error = "", self._withhold(cell, f"test cell {cells.grade_id(cell)} failed after a cell timed out "
+                                                     "while the machine was too busy to run the kernel")
         for note in self._runner.session.take_notes():
             event("integrity", f"{note} (test cell {cells.grade_id(cell)})")
         cell.outputs = verdicts.outputs_for(stdout, error)
         cell.execution_count = None
         return cell
+
+    def _withhold(self, cell, why):
+        """Leave a test cell for manual grading (SaveGrades): the error it shows, after a grader: event."""
+        self._withheld.append(cells.grade_id(cell))
+        event("grader", f"{why}: left for manual grading (pending in formgrader and the exports), review it")
+        return verdicts.GraderSideError(f"the grader could not judge this test ({why[:300]}): it is left for your "
+                                        "instructor to grade by hand")
+
+    def _kernel_clock(self):
+        return clock.read(getattr(getattr(getattr(self, "km", None), "provisioner", None), "pid", None))
+
+    def _starved_timeout(self, where):
+        """Whether a timeout just now came while the kernel was starved of CPU (sandbox/clock.py); if so, a STARVED
+        event (the parent grades the submission again, once, after the others) and every later failing test
+        cell is withheld for manual grading, not charged."""
+        starved, why = clock.starved(self._clock, self._kernel_clock())
+        if starved:
+            self._starved = True
+            event(STARVED, f"{where} timed out while the machine was too busy to run the kernel ({why}): not charged")
+        self._why = why
+        return starved
 
     def _ask(self, mode):
         """The integrity check's silent request (integrity.py); its parsed answer, or ValueError."""
@@ -100,6 +123,8 @@ class GradingExecute(SlicedWaits, Execute):
             except Exception as e:  # noqa: BLE001: the grader's problem, never the student's score
                 self._integrity_off = True
                 event("integrity", f"not checked: the grader's check could not start ({e})")
+        if cell.cell_type == "code":
+            self._clock = self._kernel_clock()  # what the kernel has run and waited for, as this cell starts
         if cells.is_test(cell) and cells.grade_id(cell) in self._tests.tests:
             cell = self._run_test_here(cell, index)
         else:
@@ -163,7 +188,8 @@ class SandboxedExecute(GradingExecute):
             return cell, resources
         except CellTimeoutError as e:  # no reply, or output still streaming, after the interrupt
             cell.outputs.append(error_output("CellTimeoutError", str(e).splitlines()[0]))
-            event("timeout", f"cell {index} timed out: {str(e).splitlines()[0]}")
+            if not self._starved_timeout(f"cell {index}"):
+                event("timeout", f"cell {index} timed out: {str(e).splitlines()[0]} ({self._why})")
             self._note_timeout(cell, index)
             return cell, resources
 
@@ -178,7 +204,8 @@ class SandboxedExecute(GradingExecute):
         super().on_cell_executed(**kwargs)
         outputs = kwargs["cell"].get("outputs", [])
         if any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in outputs):
-            event("timeout", f"cell {kwargs['cell_index']} timed out after {self.timeout} s")
+            if not self._starved_timeout(f"cell {kwargs['cell_index']}"):
+                event("timeout", f"cell {kwargs['cell_index']} timed out after {self.timeout} s ({self._why})")
             self._note_timeout(kwargs["cell"], kwargs["cell_index"])
 
     def output(self, outs, msg, display_id, cell_index):
