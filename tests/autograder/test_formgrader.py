@@ -187,8 +187,8 @@ def test_review_a_flagged_submission_in_formgrader(course, lab, chromium):
     moodle = {r["ID number"]: r for r in _rows(export / "moodle.csv")}
     assert (moodle["bob"][LESSON], moodle["alice"][LESSON]) == (f"{OVERRIDE:g}", f"{max_score:g}")
     summary = (export / "summary.md").read_text()
-    assert (f"- **bob**, {LESSON} (formgrader: /formgrader/manage_students/bob/{LESSON}; "
-            f"notebook: autograded/bob/{LESSON}/{LESSON}.ipynb):") in summary
+    assert (f"- `bob`, `{LESSON}` (formgrader: `/formgrader/manage_students/bob/{LESSON}`; "
+            f"notebook: `autograded/bob/{LESSON}/{LESSON}.ipynb`):") in summary
     assert (course / "autograded" / "bob" / LESSON / f"{LESSON}.ipynb").exists()
     _autograder("feedback", LESSON, "--student", "bob", "--course", str(course))
     html = (course / "feedback" / "bob" / LESSON / f"{LESSON}.html").read_text()
