@@ -377,12 +377,13 @@ def _forbidding(stack, refusals):
     test's lent objects run beside the call and may use them. `only`: the test's launcher_only allow-list (None:
     none), refused by a dispatch mode in this thread."""
     names, only = refusals
+    if only is None and not names:
+        return
+    import course_utils.checks as checks
     if only is not None:
-        import course_utils.checks as checks
         stack.enter(checks.allowed_ops(*only))
     if not names:
         return
-    import course_utils.checks as checks
     if _LENDING["in_kernel"]:
         stack.enter(checks.forbidden_in_every_thread(*names))
     stack.enter(checks.forbidden_ops(*names))

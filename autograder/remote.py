@@ -290,18 +290,10 @@ def _decode_value(value, session, label, depth, callback, budget):
     raise UnreadableAnswer(f"unknown answer kind {kind!r}")
 
 
-@contextlib.contextmanager
 def _no_modes():
-    """Take every torch function and dispatch mode off the stacks while the block runs, then put them back."""
-    import torch
-    from torch.utils._python_dispatch import _disable_current_modes
-    popped = [torch._C._pop_torch_function_stack() for _ in range(torch._C._len_torch_function_stack())]
-    try:
-        with _disable_current_modes():
-            yield
-    finally:
-        for mode in reversed(popped):
-            torch._C._push_on_torch_function_stack(mode)
+    """Every torch function and dispatch mode off the stacks while the block runs (course_utils' one helper)."""
+    from course_utils.checks import torch_modes_off
+    return torch_modes_off()
 
 
 class Session:

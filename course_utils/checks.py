@@ -231,16 +231,24 @@ def _as_the_grader_runs_it(part):
 
     @functools.wraps(part)
     def run(*args, **kwargs):
-        from torch.utils._python_dispatch import _disable_current_modes
-        popped = [torch._C._pop_torch_function_stack() for _ in range(torch._C._len_torch_function_stack())]
-        try:
-            with _disable_current_modes():
-                return part(*args, **kwargs)
-        finally:
-            for mode in reversed(popped):
-                torch._C._push_on_torch_function_stack(mode)
+        with torch_modes_off():
+            return part(*args, **kwargs)
 
     return run
+
+
+@contextlib.contextmanager
+def torch_modes_off():
+    """Every torch function and dispatch mode off the stacks while the block runs, then put back (the grader's own
+    code, run beside a test's refusals and meters: remote.py's lent objects, a stand-in in a notebook)."""
+    from torch.utils._python_dispatch import _disable_current_modes
+    popped = [torch._C._pop_torch_function_stack() for _ in range(torch._C._len_torch_function_stack())]
+    try:
+        with _disable_current_modes():
+            yield
+    finally:
+        for mode in reversed(popped):
+            torch._C._push_on_torch_function_stack(mode)
 
 
 _MISSING = object()

@@ -70,9 +70,11 @@ class GradingExecute(SlicedWaits, Execute):
             stdout, error = self._runner.run(cells.grade_id(cell))
         except verdicts.GraderSideError as e:
             stdout, error = "", self._withhold(cell, f"the grader could not run test cell {cells.grade_id(cell)} ({e})")
-        if isinstance(error, TimeoutError) and not self._starved_timeout(f"test cell {cells.grade_id(cell)}"):
-            event("timeout", f"cell {index} timed out: the student's code ran past the cell's limit during its test "
-                  f"({self._why})")
+        if isinstance(error, TimeoutError):
+            starved, why = self._starved_timeout(f"test cell {cells.grade_id(cell)}")
+            if not starved:
+                event("timeout", f"cell {index} timed out: the student's code ran past the cell's limit during its "
+                      f"test ({why})")
         if error is not None and self._starved:  # after a timeout the busy machine caused: not the student's
             stdout, error = "", self._withhold(cell, f"test cell {cells.grade_id(cell)} failed after a cell timed out "
                                                      "while the machine was too busy to run the kernel")
@@ -93,15 +95,14 @@ class GradingExecute(SlicedWaits, Execute):
         return clock.read(getattr(getattr(getattr(self, "km", None), "provisioner", None), "pid", None))
 
     def _starved_timeout(self, where):
-        """Whether a timeout just now came while the kernel was starved of CPU (sandbox/clock.py); if so, a STARVED
-        event (the parent grades the submission again, once, after the others) and every later failing test
-        cell is withheld for manual grading, not charged."""
+        """(starved?, why) of a timeout just now: whether it came while the kernel was starved of CPU
+        (sandbox/clock.py); if so, a STARVED event (the parent grades the submission again, once, after the others)
+        and every later failing test cell is withheld for manual grading, not charged."""
         starved, why = clock.starved(self._clock, self._kernel_clock())
         if starved:
             self._starved = True
             event(STARVED, f"{where} timed out while the machine was too busy to run the kernel ({why}): not charged")
-        self._why = why
-        return starved
+        return starved, why
 
     def _ask(self, mode):
         """The integrity check's silent request (integrity.py); its parsed answer, or ValueError."""
@@ -188,8 +189,9 @@ class SandboxedExecute(GradingExecute):
             return cell, resources
         except CellTimeoutError as e:  # no reply, or output still streaming, after the interrupt
             cell.outputs.append(error_output("CellTimeoutError", str(e).splitlines()[0]))
-            if not self._starved_timeout(f"cell {index}"):
-                event("timeout", f"cell {index} timed out: {str(e).splitlines()[0]} ({self._why})")
+            starved, why = self._starved_timeout(f"cell {index}")
+            if not starved:
+                event("timeout", f"cell {index} timed out: {str(e).splitlines()[0]} ({why})")
             self._note_timeout(cell, index)
             return cell, resources
 
@@ -204,8 +206,9 @@ class SandboxedExecute(GradingExecute):
         super().on_cell_executed(**kwargs)
         outputs = kwargs["cell"].get("outputs", [])
         if any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in outputs):
-            if not self._starved_timeout(f"cell {kwargs['cell_index']}"):
-                event("timeout", f"cell {kwargs['cell_index']} timed out after {self.timeout} s ({self._why})")
+            starved, why = self._starved_timeout(f"cell {kwargs['cell_index']}")
+            if not starved:
+                event("timeout", f"cell {kwargs['cell_index']} timed out after {self.timeout} s ({why})")
             self._note_timeout(kwargs["cell"], kwargs["cell_index"])
 
     def output(self, outs, msg, display_id, cell_index):
