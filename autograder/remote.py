@@ -299,9 +299,10 @@ def _no_modes():
 class Session:
     """One kernel's conversation: `transport(bytes, answer_callback) -> answer text`."""
 
-    def __init__(self, transport):
+    def __init__(self, transport, meter=None):
         self.transport = transport
-        self.requests = 0
+        self.meter = meter  # kernel_meter.Meter: where the kernel's Triton launches run while a test counts them
+        self._work_meters, self._launched, self._launch_refusal = (), None, None
         self.lent = {}  # {id: object} lent to the kernel for the request under way (ids never reused)
         self._next_id = 0
         self._conversations = []  # converse functions of the kernel's questions under way, innermost last
@@ -394,7 +395,9 @@ class Session:
         if not isinstance(text, str) or len(text) > 2 * MAX_ANSWER_CHARS:
             raise ValueError("a question too large")
         question = json.loads(text)
-        op, number = question["op"], int(question["id"])
+        op, number = question["op"], int(question.get("id", 0))
+        if op == "launch":
+            return self._launch(question)
         if op not in CALLBACK_OPS or number not in self.lent:
             raise TypeError("not a question about an object lent to this call")
         target = self.lent[number]
@@ -417,6 +420,25 @@ class Session:
             return target[args[0]]
         return {"len": len, "list": list, "bool": bool, "next": next}[op](target)
 
+    def _launch(self, question):
+        """A Triton kernel launch the kernel's code made while a test counts work: run in the grader's meter, its
+        work added to the test's open count_work blocks; the reply is {storage index: bytes} the launch wrote."""
+        if self.meter is None or not self._work_meters:
+            raise TypeError("a kernel launch where no test counts one")
+        try:
+            reply = self.meter.launch(question)
+        except RuntimeError as e:
+            raise GraderSideError(str(e)) from None
+        if "refused" in reply:
+            self._launch_refusal = reply["refused"]
+            raise TypeError("a kernel the grader cannot run")
+        if "error" in reply:
+            raise RuntimeError("the kernel failed")
+        for meter in self._work_meters:
+            meter.absorb(reply["work"])
+        self._launched.append(reply["stored"])
+        return reply["storages"]
+
     def _ask(self, op, target, args, kwargs, label, transport):
         from course_utils.checks import (ForbiddenCall, forbidden_now, in_place_allowed_now, launcher_only_now,
                                          stand_ins_now)
@@ -433,7 +455,8 @@ class Session:
         except (pickle.PicklingError, TypeError, AttributeError, pickle.UnpicklingError) as e:
             raise GraderSideError(f"the test's arguments could not be sent ({type(e).__name__}: {str(e)[:200]})") from None
         if transport is self.transport:
-            self._grader_failure = None
+            self._grader_failure, self._launch_refusal, self._launched = None, None, []
+            self._work_meters = meters["work"]
         text = transport(payload, self.answer_callback)
         if self._grader_failure is not None:
             raise self._grader_failure
@@ -459,6 +482,10 @@ class Session:
                 raise AssertionError(f"{name}: the grader's channel into your kernel found Python's own functions "
                                      "replaced (builtins, pickle, binascii or marshal), so no answer of this "
                                      "kernel can be trusted; restart the kernel and leave them alone")
+            if self._launch_refusal is not None:
+                raise AssertionError(f"{name}: the grader cannot run your kernel as a Triton kernel: "
+                                     f"{self._launch_refusal}. A kernel may use tl.*, other @triton.jit functions, "
+                                     "constants, and range, min, max, float, int, bool, len, abs, isinstance.")
             if kind == "ForbiddenCall":
                 used = answer.get("forbidden")
                 if only is not None and type(used) is str and used.startswith("torch.ops.aten.") and used not in forbidden:
@@ -477,6 +504,8 @@ class Session:
             hint = " (the exercise is not done yet?)" if kind == "NotImplementedError" else ""
             raise error(f"{name} raised {kind}{hint}; run this test cell in your notebook to see the details")
         value = _decode(answer.get("value"), self, label)
+        if self.meter is not None and only is not None and meters["work"] and transport is self.transport:
+            _from_kernels(value, self._launched, label)
         _absorb(answer, meters)
         unseen = answer.get("unseen")
         if meters["memory"] and type(unseen) is list and unseen:
@@ -501,17 +530,40 @@ class Session:
 
 
 def _absorb(answer, meters):
-    """Add the kernel's figures for one call to the test's open meters: its memory to every TensorMemory block,
-    its Triton work to every open count_work block (ints only; anything else in the answer is ignored)."""
+    """Add the kernel's memory figures for one call to every open TensorMemory block (ints only; anything else in
+    the answer is ignored). Triton work is never the kernel's figure: the grader's meter counts it (_launch)."""
     memory = answer.get("memory")
     if meters["memory"] and type(memory) is list and len(memory) == 2 and all(type(x) is int for x in memory):
         for meter in meters["memory"]:
             meter.absorb(*(max(0, x) for x in memory))
-    work = answer.get("work")
-    if meters["work"] and type(work) is dict:
-        counts = {name: max(0, value) for name, value in work.items() if type(name) is str and type(value) is int}
-        for meter in meters["work"]:
-            meter.absorb(counts)
+
+
+def _from_kernels(value, launched, label):
+    """AssertionError unless every floating-point value the call returned is one its kernels stored (in the
+    grader's meter: `launched`, one array per launch), as stored or cast to the returned dtype: where an exercise
+    asks a kernel to compute, a result made anywhere else (PyTorch, numpy, an interpreter the grader never saw)
+    holds values no kernel stored. NaN is left to the test's value checks."""
+    import torch
+    stored = np.unique(np.concatenate(launched)) if launched else np.zeros(0)
+    found, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor) and item.is_floating_point() and item.numel():
+            found.append(item)
+        elif type(item) in (tuple, list):
+            stack += list(item)
+        elif type(item) is dict:
+            stack += list(item.values())
+    for tensor in found:
+        values = tensor.detach().double().numpy().ravel()
+        values = values[~np.isnan(values)]
+        candidates = np.union1d(stored, torch.from_numpy(stored).to(tensor.dtype).double().numpy())
+        missing = int((~np.isin(values, candidates)).sum())
+        if missing:
+            raise AssertionError(
+                f"{label} returned {missing} of {values.size} values that none of your Triton kernels stored "
+                f"({len(launched)} launch(es) ran): in this exercise the result is what your kernel stores, and the "
+                "launcher only allocates, views and copies tensors and launches kernels.")
 
 
 def _vjp(fn, args, kwargs, grad_outputs):

@@ -16,7 +16,7 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Enum, Integer
 
-from .. import cells, integrity, sandbox, verdicts
+from .. import cells, integrity, kernel_meter, sandbox, verdicts
 from ..sandbox import clock
 from .grades import WITHHELD
 from ..sandbox.limits import Limits
@@ -53,7 +53,11 @@ class GradingExecute(SlicedWaits, Execute):
         self._integrity_off = not self.integrity_check
         self._reported, self._withheld = set(), []
         self._clock, self._starved = None, False
-        nb, resources = super().preprocess(nb, resources, km)
+        self._meter = kernel_meter.Meter()
+        try:
+            nb, resources = super().preprocess(nb, resources, km)
+        finally:
+            self._meter.close()
         resources.setdefault("autograder", {})[WITHHELD] = list(self._withheld)  # SaveGrades leaves them ungraded
         return nb, resources
 
@@ -64,7 +68,7 @@ class GradingExecute(SlicedWaits, Execute):
                 self.kc, run_sync(self.kc.shell_channel.get_msg), deadline=lambda: self._test_deadline,
                 on_timeout=run_sync(self.km.interrupt_kernel), is_alive=run_sync(self.km.is_alive),
                 get_stdin_msg=run_sync(self.kc.stdin_channel.get_msg))
-            self._runner = self._tests.runner(verdicts.Session(transport))
+            self._runner = self._tests.runner(verdicts.Session(transport, meter=self._meter))
         self._test_deadline = time.monotonic() + (self.timeout or 60)
         try:
             stdout, error = self._runner.run(cells.grade_id(cell))

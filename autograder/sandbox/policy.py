@@ -56,19 +56,40 @@ def sandbox_settings(course_root, limits):
     must_not_see only feeds the probe's check that the sandbox hides them: nothing outside
     read_only (and the kernel's own submission and scratch space) is visible anyway.
     """
-    import importlib.util
-
     from ..course import REPO, SOLUTIONS  # the grader's side only: the launcher never calls this
+    read_only, python_path = python_paths()
+    must_not_see = [Path(course_root).resolve(), SOLUTIONS, REPO / ".git", Path.home() / ".ssh"]
+    font_cache = os.environ.get("MPLCONFIGDIR") or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "matplotlib")
+    return dict(read_only=read_only, python_path=python_path, must_not_see=[str(p) for p in must_not_see], font_cache=font_cache,
+                **limits.for_the_sandbox())
+
+
+def python_paths():
+    """(read-only paths, PYTHONPATH) of a sandboxed Python: the installation, its site-packages, course_utils."""
+    import importlib.util
     course_utils = Path(importlib.util.find_spec("course_utils").origin).resolve().parent
     prefixes = {os.path.realpath(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix)}
     inside = lambda p: any(p == q or p.startswith(q + os.sep) for q in prefixes)  # noqa: E731
     paths = {os.path.realpath(p) for p in sys.path if p and ("site-packages" in p or "dist-packages" in p)}
-    read_only = sorted(prefixes | {p for p in paths if not inside(p)} | {str(course_utils)})
-    must_not_see = [Path(course_root).resolve(), SOLUTIONS, REPO / ".git", Path.home() / ".ssh"]
-    font_cache = os.environ.get("MPLCONFIGDIR") or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "matplotlib")
-    return dict(read_only=read_only, python_path=[str(course_utils.parent)], must_not_see=[str(p) for p in must_not_see], font_cache=font_cache,
-                **limits.for_the_sandbox())
+    return sorted(prefixes | {p for p in paths if not inside(p)} | {str(course_utils)}), [str(course_utils.parent)]
+
+
+def system_binds():
+    """bubblewrap's arguments for the system's programs and libraries (/usr, /lib...), read-only."""
+    args = []
+    for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(top):
+            args += ["--symlink", os.readlink(top), top]
+        elif os.path.isdir(top):
+            args += ["--ro-bind", top, top]
+    return args
+
+
+def etc_binds():
+    """bubblewrap's arguments for the few /etc files Python needs, read-only where they exist."""
+    return [a for path in ETC for a in ("--ro-bind-try", path, path)]
+
 
 def _ancestors(path):
     parts = path.strip("/").split("/")[:-1]
@@ -85,18 +106,12 @@ def bwrap_args(settings, runtime, cwd, info_fd, as_root):
                                          for a in ("--cap-add", f"CAP_{cap}")]
     else:
         args += ["--unshare-all"]
-    for top in ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
-        if os.path.islink(top):
-            args += ["--symlink", os.readlink(top), top]
-        elif os.path.isdir(top):
-            args += ["--ro-bind", top, top]
-    args += ["--proc", "/proc", "--dev", "/dev"]
+    args += system_binds() + ["--proc", "/proc", "--dev", "/dev"]
     args += ["--perms", "1777", "--size", str(tmp), "--tmpfs", "/tmp",
              "--perms", "1777", "--size", str(tmp // 4), "--tmpfs", "/dev/shm"]
     made = {"/", "/usr", "/tmp", "/dev", "/proc", "/etc", "/run"}
     args += ["--perms", "0755", "--dir", "/etc", "--perms", "0755", "--dir", "/run"]
-    for path in ETC:
-        args += ["--ro-bind-try", path, path]
+    args += etc_binds()
     binds = [(p, p, "--ro-bind") for p in settings["read_only"] if os.path.exists(p)]
     binds += [(cwd, SUBMISSION, "--ro-bind"), (runtime, runtime, "--bind")]
     if settings["font_cache"] and os.path.isdir(settings["font_cache"]):
