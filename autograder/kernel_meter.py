@@ -193,9 +193,9 @@ def check(source, namespace, value_attributes):
 
 def value_attributes(tl):
     """The attributes a kernel may read on a value: a Triton tensor's, dtype's, constexpr's and tensor
-    descriptor's public ones (never `handle`, the interpreter's own data)."""
+    descriptor's public ones, and tl.PropagateNan's members (never `handle`, the interpreter's own data)."""
     kinds = [tl.tensor, tl.dtype, tl.pointer_type, tl.block_type, tl.constexpr]
-    kinds += [getattr(tl, "tensor_descriptor")] if hasattr(tl, "tensor_descriptor") else []
+    kinds += [getattr(tl, name) for name in ("tensor_descriptor", "PropagateNan") if hasattr(tl, name)]
     names = {n for kind in kinds for n in dir(kind) if not n.startswith("_")}
     return (names | {"shape", "numel", "type", "dtype", "T", "element_ty", "value", "scalar"}) - {"handle"}
 
@@ -206,8 +206,10 @@ def _module_attribute(module, name):
     import types
     if name.startswith("_"):
         raise Refused(f"it uses {module.__name__}.{name}")
-    if module.__name__ == "triton" and name not in ("language", "cdiv", "next_power_of_2"):
-        raise Refused(f"it uses triton.{name}, which a kernel cannot")
+    if module.__name__ == "triton":
+        if name not in ("language", "cdiv", "next_power_of_2"):
+            raise Refused(f"it uses triton.{name}, which a kernel cannot")
+        return getattr(module, name)
     value = getattr(module, name, None)
     if value is None:
         raise Refused(f"{module.__name__} has no {name}")
