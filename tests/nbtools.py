@@ -173,8 +173,16 @@ class LessonCode:
         """Run the set-up, every answer, then `replacement` (redefining one answer), then test cell `test_id`."""
         import contextlib
         import io
-        with contextlib.redirect_stdout(io.StringIO()):
-            exec(self.tests[test_id], self._answered(replacement))
+        from unittest import mock
+        namespace = self._answered(replacement)
+        # as in a notebook, where IPython's user namespace is the one cu.stand_in rebinds names in
+        with contextlib.redirect_stdout(io.StringIO()), \
+                mock.patch("course_utils.checks._notebook_namespace", lambda: namespace):
+            try:
+                exec(self.tests[test_id], namespace)
+            finally:
+                from course_utils.checks import end_cell
+                end_cell()  # (IPython's post_run_cell would)
 
     def run_all_test_cells(self, replacement=None):
         """{test_id: None if the cell passed, else the exception it raised}: every graded test cell,
