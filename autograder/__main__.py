@@ -1,4 +1,4 @@
-"""python -m autograder: the instructor's command line (release, collect, grade, feedback, export)."""
+"""python -m autograder: the instructor's command line (release, collect, grade, feedback, export, report)."""
 import argparse
 import os
 import sys
@@ -14,6 +14,7 @@ EPILOG = """In a terminal, from the repository root:
   python -m autograder grade --jobs 2                # everyone; or: grade 01_seq2seq_bottleneck --student alice
   python -m autograder feedback                      # course/feedback/<student>/<lesson>/*.html
   python -m autograder export                        # course/export/grades.csv, summary.csv, summary.md
+  python -m autograder report                        # course/class_report/index.html: what the class got wrong
 
 `python -m autograder COMMAND --help` tells more about each command.
 """
@@ -42,6 +43,11 @@ DESCRIPTIONS = dict(
            "most failed first, every flagged submission with its flags and where to open it, every file collect "
            "did not place), <dir>/canvas.csv (Canvas gradebook import) and <dir>/moodle.csv (Moodle grade "
            "import), one column per lesson, with formgrader's overrides.",
+    report="One offline HTML page per graded lesson in <course>/class_report/ (and index.html): the class's "
+           "score distribution, each exercise's pass rate hardest first, the failure messages grouped by the "
+           "check that failed with how many students and who, the flags by kind, what is not graded or pending, "
+           "grading times, and each exercise's difficulty and point-biserial correlation. It reads only what "
+           "grade wrote and shows failures as the students' feedback shows them (no hidden test).",
 )
 
 
@@ -49,7 +55,7 @@ def build_parser():
     """The command line: one subcommand per verb."""
     parser = argparse.ArgumentParser(
         prog="python -m autograder", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Grade the attention course with nbgrader: release, collect, grade, feedback, export.")
+        description="Grade the attention course with nbgrader: release, collect, grade, feedback, export, report.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     lessons_help = f"lesson ids (default: every lesson: {', '.join(lesson_ids()) or 'none yet'})"
     course_help = f"nbgrader course directory (default: {REPO / 'course'})"
@@ -92,6 +98,10 @@ def build_parser():
     p = command("export", "grades CSV (nbgrader's columns) and a per-question summary")
     p.add_argument("--to", metavar="DIR", help="output folder (default: <course>/export)")
     p.add_argument("--course", default=str(REPO / "course"), help=course_help)
+
+    p = command("report", "what the class got wrong and why: one HTML page per lesson")
+    p.add_argument("lessons", nargs="*", metavar="LESSON", help=lessons_help)
+    p.add_argument("--course", default=str(REPO / "course"), help=course_help)
     return parser
 
 
@@ -122,13 +132,18 @@ def main(argv=None):
         pending = sum(bool(r.pending) for r in results)
         print(f"{len(results)} submission(s): {len(results) - failed} graded, {failed} could not be graded "
               f"(scored 0), {pending} pending manual grading (a test the grader could not run: grade it in "
-              f"formgrader), {flagged} flagged for review (see {report_path(course, '<lesson>', '<student>')})")
+              f"formgrader), {flagged} flagged for review (see {report_path(course, '<lesson>', '<student>')}); "
+              "what the class got wrong, by exercise: python -m autograder report")
     elif args.command == "feedback":
         from .feedback import generate_feedback
         generate_feedback(course, args.lessons or None, args.student)
     elif args.command == "export":
         from .export import export
         export(course, args.to or course / "export")
+        print("what the class got wrong and why, by exercise: python -m autograder report")
+    elif args.command == "report":
+        from .class_report import build_report
+        build_report(course, args.lessons or None)
     return 0
 
 

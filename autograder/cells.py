@@ -8,6 +8,8 @@ nbgrader marks a cell in `metadata.nbgrader`: `grade_id`, `solution` (an answer 
   then hidden ones between `### BEGIN HIDDEN TESTS` and `### END HIDDEN TESTS`);
 - everything else is given (ready-made code, prose).
 """
+import keyword
+
 HIDDEN_BEGIN, HIDDEN_END = "BEGIN HIDDEN TESTS", "END HIDDEN TESTS"
 SOLUTION_BEGIN, SOLUTION_END = "BEGIN SOLUTION", "END SOLUTION"
 
@@ -57,7 +59,8 @@ MIN_SECRET_LINE = 6
 
 def secret_lines(source, solutions=False):
     """The lines no student-facing page may show: a cell's hidden tests (and, with `solutions`, its solution
-    regions), stripped, each at least MIN_SECRET_LINE characters long, in order, without repeats.
+    regions), stripped, each at least MIN_SECRET_LINE characters long and not a bare keyword (`return`,
+    `finally:`: nothing to reveal, and scrubbing one mangled "returned" in a message), in order, without repeats.
 
     A region starts at a line holding `BEGIN HIDDEN TESTS` (`BEGIN SOLUTION`) and ends at the line holding
     its END, as nbgrader reads them. The one rule for feedback's scrubbing and the site's leak check; each
@@ -72,6 +75,6 @@ def secret_lines(source, solutions=False):
             inside = True
         elif any(e in text for e in ends):
             inside = False
-        elif inside and len(text) >= MIN_SECRET_LINE and text not in found:
+        elif inside and len(text) >= MIN_SECRET_LINE and text not in found and not keyword.iskeyword(text.rstrip(":")):
             found.append(text)
     return found

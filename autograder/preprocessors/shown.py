@@ -101,15 +101,24 @@ def _cut(text, limit):
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
-def _verdict(outputs, had_hidden):
-    """A test cell's outcome: passed, or the error's name and a bounded message (the grader's error if any)."""
+def failure(outputs):
+    """(error name, message) of a failed test cell's outputs as feedback shows them (a Python or course error's
+    name, else "Error"; the message cut to MAX_MESSAGE), or None if it passed. The class report reads it too."""
     errors = [o for o in outputs if o.get("output_type") == "error"]
     if not errors:
-        return [new_output("stream", name="stdout", text=PASSED)]
+        return None
     error = next((o for o in errors if o.get("ename") == "IntegrityError"), errors[0])
     name = str(error.get("ename", ""))
     name = name if name in PYTHON_ERRORS or name in COURSE_ERRORS else "Error"
-    message = _cut(error.get("evalue", ""), MAX_MESSAGE)
+    return name, _cut(str(error.get("evalue", "")), MAX_MESSAGE)
+
+
+def _verdict(outputs, had_hidden):
+    """A test cell's outcome: passed, or the error's name and a bounded message (the grader's error if any)."""
+    shown = failure(outputs)
+    if shown is None:
+        return [new_output("stream", name="stdout", text=PASSED)]
+    name, message = shown
     return [new_output("error", ename=name, evalue=message,
                        traceback=[f"{name}: {message}"] + ([HIDDEN_NOTE] if had_hidden else []))]
 
