@@ -94,3 +94,29 @@ def test_what_a_message_holds_is_escaped(tmp_path):
     page = _lesson_page("00_x", [("t", 1.0)], [hostile])
     assert "<script>alert" not in page and "<img src=x>" not in page and "<a href='javascript" not in page
     assert "&lt;script&gt;" in page
+
+
+def test_the_page_passes_axe_cores_wcag_a_and_aa_rules_and_loads_nothing_in_a_browser(reported, tmp_path):
+    from tests import browser
+    why = browser.missing_prerequisite()
+    if why:
+        pytest.skip(why)
+    from playwright.sync_api import sync_playwright
+
+    from tests.site.test_site import AXE, WCAG_A_AA
+    course, index, _ = reported
+    with sync_playwright() as p:
+        chromium = p.chromium.launch(executable_path=browser.CHROMIUM, args=browser.CHROMIUM_FLAGS)
+        try:
+            page = chromium.new_page(bypass_csp=True)  # (axe is injected as a script, which the page's policy refuses)
+            requests, errors = [], []
+            page.on("request", lambda r: requests.append(r.url))
+            page.on("console", lambda m: m.type == "error" and errors.append(m.text))
+            for url in (index.parent / f"{tiny.LESSON}.html", index):
+                page.goto(url.as_uri(), wait_until="load")
+                page.add_script_tag(path=str(AXE))
+                violations = page.evaluate("options => axe.run(document, options)", WCAG_A_AA)["violations"]
+                assert not violations, [(v["id"], [n["target"] for n in v["nodes"]][:3]) for v in violations]
+            assert [r for r in requests if not r.startswith(("file:", "data:"))] == [] and errors == []
+        finally:
+            chromium.close()
