@@ -12,9 +12,11 @@ It holds no answer to a graded exercise: it counts whatever kernel the notebook 
 import contextlib
 import dataclasses
 import os
+import re
 
 import torch
 
+TRITON_FLOOR = (3, 4)  # pyproject.toml's floor: triton.knobs, which count_work uses on a GPU, is new in 3.4
 _TRITON_MISSING = (
     "This lesson needs Triton, and it is not installed here. On Linux (x86-64 or ARM64): "
     "`python -m pip install triton` (or the course's `pip install -r requirements.txt`). On macOS or Windows "
@@ -40,6 +42,10 @@ def load_triton():
         import triton.language as tl
     except ImportError as error:
         raise ImportError(_TRITON_MISSING) from error
+    found = tuple(int(part) for part in re.findall(r"\d+", triton.__version__)[:2])
+    if found < TRITON_FLOOR:  # count_work runs compiled kernels through triton.knobs, new in Triton 3.4
+        raise ImportError(f"This lesson needs Triton {'.'.join(map(str, TRITON_FLOOR))} or newer; this machine has "
+                          f"{triton.__version__}: `python -m pip install -U triton`.")
     _interpret_device_calls()
     if is_simulating() and not torch.cuda.is_available():
         _simulate_compiled_launches()
