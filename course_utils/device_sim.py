@@ -8,7 +8,8 @@ one. With ``COURSE_DEVICE=sim`` (or inside ``with simulated_gpu():``) `pick_devi
 
 * a tensor is *on the device* when it was made with ``device=`` the GPU, moved there (``.to``,
   ``.cuda``, a module's ``.to``), or computed from a tensor on the device; everything else is on the
-  host. The data stays in CPU memory; only the mark moves. ``tensor.device`` and ``is_cuda`` answer
+  host. The data stays in CPU memory, and a move between the sides copies it, as a real move does (code
+  that changes the moved tensor and reads the original sees what it would see on a GPU). ``tensor.device`` and ``is_cuda`` answer
   as they would on the GPU, so code that reads a tensor's device to place new work behaves as there.
 * an operation that mixes a device tensor with a host tensor of one or more dimensions raises
   CUDA's "Expected all tensors to be on the same device" (a 0-dim host tensor is allowed, as on
@@ -186,10 +187,10 @@ class _Placement(TorchFunctionMode):
         source = args[0]
         if name == "cuda":
             to_gpu = True
-            out = source.view_as(source)
+            out = source if _on(source) else source.clone()
         elif name == "cpu":
             to_gpu = False
-            out = source.view_as(source) if _on(source) else source
+            out = source.clone() if _on(source) else source
         elif name == "type_as":
             to_gpu = _on(args[1])
             out = func(*args, **kwargs)
@@ -207,7 +208,7 @@ class _Placement(TorchFunctionMode):
                 kwargs = {**kwargs, "device": HOST}
             out = func(source, *rest, **kwargs)
         if out is source and to_gpu != _on(source):
-            out = source.view_as(source)
+            out = source.clone()  # a move between host and GPU copies, as on a GPU: changing one leaves the other
         if to_gpu:
             _refuse_float64(out, name)
         return _mark(out, to_gpu)

@@ -98,3 +98,28 @@ def test_correct_device_code_runs_and_reports_the_device():
         tokens = torch.multinomial(probs, 1, generator=torch.Generator(device=probs.device).manual_seed(0))
         assert tokens.device == device and tokens.cpu().numpy().shape == (4, 1)
         assert loss.item() > 0 and torch.ones(2, device=device).tolist() == [1.0, 1.0]
+
+
+def test_a_move_copies_as_on_a_gpu_so_changing_the_moved_tensor_leaves_the_original():
+    """Code that relies on `.to(device)` having copied (it changes the copy in place and reads the original) runs
+    as on a GPU; the simulator once aliased, so a move that forgot to copy back passed here and failed there."""
+    x = torch.arange(4.0)
+    with simulated_gpu():
+        on_gpu = x.to("cuda")
+        on_gpu.zero_()
+        assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
+        moved_back = on_gpu.cpu()
+        moved_back.add_(7)
+        assert on_gpu.sum().item() == 0
+        assert on_gpu.cuda() is on_gpu  # already there: the same tensor, as on a GPU
+
+
+def test_a_bug_only_aliasing_hides_fails_under_the_simulator():
+    """A function that updates its device copy and returns the host tensor, believing the two are one (true only
+    when the move aliases): on a GPU the result is unchanged, and so it is here."""
+    def scale_in_place(x, device):
+        x.to(device).mul_(2)  # the bug: the GPU copy is changed, the host tensor is not
+        return x
+
+    with simulated_gpu():
+        assert scale_in_place(torch.ones(3), "cuda").tolist() == [1.0, 1.0, 1.0]
