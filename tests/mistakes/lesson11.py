@@ -111,6 +111,24 @@ MISTAKES = {
     "backward: gradients returned as dk, dq, dv": ("test_flash_backward", _variant(
         "flash_backward", ("    return dq, dk, dv", "    return dk, dq, dv"))),
     # Exercise 4: the Function
+    "forward: the accumulator is float32 whatever the input (float64 loses its precision)": ("test_flash_forward",
+        _variant("flash_forward", ("acc = tl.zeros((BLOCK_Q, D), dtype=ACC)", "acc = tl.zeros((BLOCK_Q, D), dtype=tl.float32)"))),
+    "forward: the launcher does not make its inputs contiguous": ("test_flash_forward", _variant(
+        "flash_forward", ("    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()\n", ""))),
+    "backward: keys past L left unmasked in the dq kernel (NaN when a row's lse is below -88.7)": (
+        "test_flash_backward", _variant("flash_backward", (
+            "        keep = (rows[:, None] < L) & (cols[None, :] < L)\n        if CAUSAL:\n"
+            "            keep = keep & (cols[None, :] <= rows[:, None])\n"
+            "        p = tl.where(keep, tl.exp(scores - lse[:, None]), 0.0)\n"
+            "        ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])\n        dq +=",
+            "        keep = (rows[:, None] < L) & (cols[None, :] >= 0)\n        if CAUSAL:\n"
+            "            keep = keep & (cols[None, :] <= rows[:, None])\n"
+            "        p = tl.where(keep, tl.exp(scores - lse[:, None]), 0.0)\n"
+            "        ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])\n        dq +="))),
+    "backward: the launcher does not make its inputs contiguous": ("test_flash_backward", _variant(
+        "flash_backward", ("    q, k, v, o, lse, grad_o = (t.contiguous() for t in (q, k, v, o, lse, grad_o))\n", ""))),
+    "backward: the dq kernel's causal loop stops one key tile early": ("test_flash_backward", _variant(
+        "flash_backward", ("        end = tl.minimum((tile + 1) * BLOCK_Q, L)\n    for j0", "        end = tl.minimum(tile * BLOCK_Q, L)\n    for j0"))),
     "Function: backward returns only dq, dk, dv": ("test_flash_attention", _variant(
         "FlashAttentionKernel", ("return dq, dk, dv, None, None, None", "return dq, dk, dv"))),
     "Function: forward ignores causal": ("test_flash_attention", _variant(
