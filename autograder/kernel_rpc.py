@@ -392,9 +392,9 @@ def _forbidding(stack, refusals):
 def _measuring(stack, meters):
     """What the call does, measured as the test asked: "memory", the tensors it allocates (as
     course_utils.memory.TensorMemory counts them, and as allocations.AllocatedMemory counts them one level lower,
-    where TorchScript and autograd's own operators are seen too: the larger figures count); "work", its Triton
-    kernels' loads, stores and tile products (as course_utils.kernels.count_work counts them). Returns
-    {meter: measurement}. In a grading kernel a memory measurement also notes work its meters (this thread's
+    where TorchScript and autograd's own operators are seen too: the larger figures count); "work": in a grading
+    kernel its Triton launches go to the grader, which runs and counts them (_LaunchesElsewhere), so nothing is
+    measured here. Returns {meter: measurement}. In a grading kernel a memory measurement also notes work its meters (this thread's
     torch modes) cannot see: "unseen", a list of UNSEEN's words."""
     meters = meters if type(meters) is tuple else ()
     taken = {}
