@@ -34,6 +34,10 @@ MODULES = ("triton", "triton.language", "math")  # the modules a kernel may name
 WORK_FIELDS = ("launches", "programs", "loads", "bytes_loaded", "stores", "bytes_stored", "dot_flops")
 
 
+class Timeout(TimeoutError):
+    """A launch that ran out of its cell's time with the CPU it needed: the student's (an endless loop)."""
+
+
 class Refused(Exception):
     """A kernel the meter will not run (what Triton's compiler would not accept): the student's, with why."""
 
@@ -46,20 +50,29 @@ class Meter:
     def __init__(self):
         self.process = None
 
-    def launch(self, question):
+    def launch(self, question, seconds=LAUNCH_SECONDS):
         """question: the kernel's launch ({"kernel", "sources", "globals", "grid", "args", "kwargs", "storages"}).
         Returns {"work": {field: int}, "storages": {index: bytes}, "stored": numpy float64 array} or
         {"refused": why} (the student's kernel: not what a kernel may be) or {"error": kind} (the kernel failed).
-        Raises RuntimeError when the meter itself fails (the grader's problem)."""
+        Raises Timeout when the launch ran `seconds` with the CPU it needed (the student's loop), RuntimeError
+        when the meter itself fails or was starved of CPU on a busy machine (the grader's problem)."""
+        from .sandbox import clock
         payload = json.dumps(question).encode()
         if len(payload) > MAX_LAUNCH_BYTES * 4 // 3 + (1 << 20):
             return {"refused": f"the launch's tensors take more than {MAX_LAUNCH_BYTES >> 20} MB"}
         if self.process is None or self.process.poll() is not None:
             self.process = _start()
+        started = clock.read(self.process.pid)
         try:
             _send(self.process.stdin, payload)
-            reply = json.loads(_receive(self.process.stdout, MAX_REPLY_BYTES, LAUNCH_SECONDS))
-        except (OSError, ValueError, TimeoutError, EOFError) as e:
+            reply = json.loads(_receive(self.process.stdout, MAX_REPLY_BYTES, max(1.0, seconds)))
+        except TimeoutError:
+            starved, why = clock.starved(started, clock.read(self.process.pid))
+            self.close()
+            if starved:
+                raise RuntimeError(f"the kernel meter was starved of CPU on a busy machine ({why})") from None
+            raise Timeout(f"the kernel ran past the cell's time limit ({why})") from None
+        except (OSError, ValueError, EOFError) as e:
             self.close()
             raise RuntimeError(f"the kernel meter gave no answer ({type(e).__name__}: {str(e)[:200]})") from None
         return _read_reply(reply)

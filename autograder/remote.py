@@ -299,10 +299,11 @@ def _no_modes():
 class Session:
     """One kernel's conversation: `transport(bytes, answer_callback) -> answer text`."""
 
-    def __init__(self, transport, meter=None):
+    def __init__(self, transport, meter=None, deadline=None):
         self.transport = transport
         self.meter = meter  # kernel_meter.Meter: where the kernel's Triton launches run while a test counts them
-        self._work_meters, self._launched, self._launch_refusal = (), None, None
+        self.deadline = deadline  # () -> the monotonic time by which the running test cell must end (or None)
+        self._work_meters, self._launched, self._launch_refusal, self._launch_timeout = (), None, None, None
         self.lent = {}  # {id: object} lent to the kernel for the request under way (ids never reused)
         self._next_id = 0
         self._conversations = []  # converse functions of the kernel's questions under way, innermost last
@@ -425,8 +426,13 @@ class Session:
         work added to the test's open count_work blocks; the reply is {storage index: bytes} the launch wrote."""
         if self.meter is None or not self._work_meters:
             raise TypeError("a kernel launch where no test counts one")
+        from .kernel_meter import LAUNCH_SECONDS, Timeout
+        seconds = self.deadline() - time.monotonic() if self.deadline is not None else LAUNCH_SECONDS
         try:
-            reply = self.meter.launch(question)
+            reply = self.meter.launch(question, seconds)
+        except Timeout as e:
+            self._launch_timeout = e
+            raise RuntimeError("the kernel ran past the cell's time limit") from None
         except RuntimeError as e:
             raise GraderSideError(str(e)) from None
         if "refused" in reply:
@@ -455,11 +461,13 @@ class Session:
         except (pickle.PicklingError, TypeError, AttributeError, pickle.UnpicklingError) as e:
             raise GraderSideError(f"the test's arguments could not be sent ({type(e).__name__}: {str(e)[:200]})") from None
         if transport is self.transport:
-            self._grader_failure, self._launch_refusal, self._launched = None, None, []
+            self._grader_failure, self._launch_refusal, self._launch_timeout, self._launched = None, None, None, []
             self._work_meters = meters["work"]
         text = transport(payload, self.answer_callback)
         if self._grader_failure is not None:
             raise self._grader_failure
+        if self._launch_timeout is not None:
+            raise TimeoutError(f"{label}: your Triton kernel did not finish within the cell's time limit")
         if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
             raise GraderSideError("no answer, or an answer too large")
         try:

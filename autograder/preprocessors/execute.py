@@ -68,7 +68,8 @@ class GradingExecute(SlicedWaits, Execute):
                 self.kc, run_sync(self.kc.shell_channel.get_msg), deadline=lambda: self._test_deadline,
                 on_timeout=run_sync(self.km.interrupt_kernel), is_alive=run_sync(self.km.is_alive),
                 get_stdin_msg=run_sync(self.kc.stdin_channel.get_msg))
-            self._runner = self._tests.runner(verdicts.Session(transport, meter=self._meter))
+            self._runner = self._tests.runner(verdicts.Session(transport, meter=self._meter,
+                                                               deadline=lambda: self._test_deadline))
         self._test_deadline = time.monotonic() + (self.timeout or 60)
         try:
             stdout, error = self._runner.run(cells.grade_id(cell))

@@ -206,3 +206,20 @@ def test_an_honest_kernel_is_counted_in_the_graders_process_and_passes(triton_ke
 def test_a_kernels_work_cannot_be_hidden_forged_or_done_elsewhere(triton_kernel, meter, name):
     error = graded(triton_kernel, meter, CHEATS[name])
     assert error is not None, f"{name}: passed"
+
+
+def test_a_kernel_that_never_ends_times_out_at_the_cells_limit_as_the_students(triton_kernel, meter):
+    km, kc = triton_kernel
+    endless = _variant("softmax_rows", ("    row = tl.program_id(0)\n", "    row = tl.program_id(0)\n    while row >= 0:\n"
+                                                                    "        row = row + 0\n"))
+    assert kc.execute_interactive(endless, timeout=60)["content"]["status"] == "ok"
+    end = time.monotonic() + 8
+    transport = verdicts.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: end, on_timeout=km.interrupt_kernel,
+                                          is_alive=km.is_alive, get_stdin_msg=kc.get_stdin_msg)
+    session = verdicts.Session(transport, meter=meter, deadline=lambda: end)
+    x = torch.randn(2, 8)
+    with pytest.raises(TimeoutError, match="did not finish within the cell's time limit"):
+        with cu.launcher_only(), count_work():
+            session.fetch("softmax_rows")(x)
+    assert meter.process is None  # the endless launch's process was ended; the next launch starts a fresh one
+    assert graded(triton_kernel, meter, SOFTMAX) is None
