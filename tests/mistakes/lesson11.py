@@ -295,6 +295,65 @@ ALTERNATIVES = {
                                                                   ACC=accumulator(q.dtype))
             return o, lse
     """)),
+    "forward with the key tiles visited last to first (a tile wholly ahead of a row guarded)": (
+        "test_flash_forward", _variant(
+            "flash_forward", ("    for j0 in range(0, end, BLOCK_K):\n",
+                              "    last = ((end - 1) // BLOCK_K) * BLOCK_K\n    for step in range(0, end, BLOCK_K):\n"
+                              "        j0 = last - step                                # the online softmax takes any order\n"),
+            ("        p = tl.exp(scores - m_new[:, None])\n        rescale = tl.exp(m - m_new)\n",
+             "        m_safe = tl.where(m_new == float(\"-inf\"), 0.0, m_new)  # causal: the first tile may lie wholly ahead\n"
+             "        p = tl.exp(scores - m_safe[:, None])\n        rescale = tl.exp(m - m_safe)\n"))),
+    "forward through tensor descriptors (tl.make_tensor_descriptor: the bounds checked by the descriptor)": (
+        "test_flash_forward", textwrap.dedent("""
+        @triton.jit
+        def flash_forward_kernel(q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, L, scale,
+                                 D: tl.constexpr, BLOCK_Q: tl.constexpr, BLOCK_K: tl.constexpr,
+                                 CAUSAL: tl.constexpr, ACC: tl.constexpr):
+            tile, head = tl.program_id(0), tl.program_id(1)
+            start = head * L * D
+            q_desc = tl.make_tensor_descriptor(q_ptr + start, shape=[L, D], strides=[D, 1], block_shape=[BLOCK_Q, D])
+            k_desc = tl.make_tensor_descriptor(k_ptr + start, shape=[L, D], strides=[D, 1], block_shape=[BLOCK_K, D])
+            v_desc = tl.make_tensor_descriptor(v_ptr + start, shape=[L, D], strides=[D, 1], block_shape=[BLOCK_K, D])
+            rows = tile * BLOCK_Q + tl.arange(0, BLOCK_Q)
+            q = q_desc.load([tile * BLOCK_Q, 0])               # rows past L come back as zeros
+            m = tl.full((BLOCK_Q,), float("-inf"), dtype=ACC)
+            s = tl.zeros((BLOCK_Q,), dtype=ACC)
+            acc = tl.zeros((BLOCK_Q, D), dtype=ACC)
+            end = L
+            if CAUSAL:
+                end = tl.minimum((tile + 1) * BLOCK_Q, L)
+            for j0 in range(0, end, BLOCK_K):
+                cols = j0 + tl.arange(0, BLOCK_K)
+                k = k_desc.load([j0, 0])
+                v = v_desc.load([j0, 0])
+                scores = tl.dot(q, tl.trans(k)) * scale
+                keep = cols[None, :] < L
+                if CAUSAL:
+                    keep = keep & (cols[None, :] <= rows[:, None])
+                scores = tl.where(keep, scores, float("-inf"))
+                m_new = tl.maximum(m, tl.max(scores, axis=1))
+                p = tl.exp(scores - m_new[:, None])
+                rescale = tl.exp(m - m_new)
+                s = s * rescale + tl.sum(p, axis=1)
+                acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v)
+                m = m_new
+            o_desc = tl.make_tensor_descriptor(o_ptr + start, shape=[L, D], strides=[D, 1], block_shape=[BLOCK_Q, D])
+            o_desc.store([tile * BLOCK_Q, 0], (acc / s[:, None]).to(o_desc.dtype))
+            tl.store(lse_ptr + head * L + rows, m + tl.log(s), mask=rows < L)
+
+
+        def flash_forward(q, k, v, causal=False, block_q=16, block_k=16):
+            B, H, L, d = q.shape
+            q, k, v = q.contiguous(), k.contiguous(), v.contiguous()
+            o = torch.empty_like(q)
+            lse = torch.empty(B, H, L, dtype=torch.float64 if q.dtype == torch.float64 else torch.float32,
+                              device=q.device)
+            triton.set_allocator(lambda size, alignment, stream: torch.empty(size, dtype=torch.int8, device=q.device))
+            flash_forward_kernel[(triton.cdiv(L, block_q), B * H)](q, k, v, o, lse, L, 1 / math.sqrt(d), D=d,
+                                                                  BLOCK_Q=block_q, BLOCK_K=block_k, CAUSAL=causal,
+                                                                  ACC=accumulator(q.dtype))
+            return o, lse
+    """)),
     "backward with the scale folded into q and dq, dk scaled at the store": ("test_flash_backward", _variant(
         "flash_backward",
         ("dk += tl.dot(tl.trans(ds).to(q.dtype), q) * scale", "dk += tl.dot(tl.trans(ds).to(q.dtype), q)"),
