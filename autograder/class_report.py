@@ -54,9 +54,10 @@ def build_report(course_root, lessons=None, log=print):
             cells, submissions = _read_lesson(course_root, gb, lesson)
             if not submissions:
                 continue
+            items = _items(cells, submissions)
             page = out / f"{lesson}.html"
-            _write(page, _lesson_page(lesson, cells, submissions))
-            summaries.append(_lesson_summary(lesson, cells, submissions))
+            _write(page, _lesson_page(lesson, items, submissions))
+            summaries.append(_lesson_summary(lesson, items, submissions))
             log(f"class report {lesson} -> {page}")
     index = out / "index.html"
     _write(index, _index_page(summaries))
@@ -184,9 +185,8 @@ def _items(cells, submissions):
     return items
 
 
-def _lesson_summary(lesson, cells, submissions):
+def _lesson_summary(lesson, items, submissions):
     graded = [s for s in submissions if s.status == "graded"]
-    items = _items(cells, submissions)
     hardest = min((i for i in items if i["rate"] is not None), key=lambda i: i["rate"], default=None)
     return dict(lesson=lesson, submissions=len(submissions), graded=len(graded),
                 mean=statistics.fmean([s.score / s.max_score for s in graded if s.max_score]) if graded else None,
@@ -204,7 +204,7 @@ def _png(fig):
     return base64.b64encode(buffer.getvalue()).decode()
 
 
-def _figures(cells, submissions, items):
+def _figures(submissions, items):
     """(score distribution PNG, pass rate PNG), base64."""
     import matplotlib
     matplotlib.use("Agg")
@@ -249,11 +249,10 @@ def _student_links(lesson, students):
     return ", ".join(out)
 
 
-def _lesson_page(lesson, cells, submissions):
+def _lesson_page(lesson, items, submissions):
     e = html.escape
-    items = _items(cells, submissions)
     graded = [s for s in submissions if s.status == "graded"]
-    scores_png, rates_png = _figures(cells, submissions, items)
+    scores_png, rates_png = _figures(submissions, items)
     mean = statistics.fmean([s.score for s in graded]) if graded else 0
     top = max((s.max_score for s in graded), default=0)
     parts = [f"<h1>Class report: {e(lesson)}</h1>",

@@ -30,8 +30,6 @@ MAX_LAUNCH_BYTES = 64 << 20  # storages in one launch: the lesson's tests send a
 MAX_REPLY_BYTES = 4 * MAX_LAUNCH_BYTES
 LAUNCH_SECONDS = 600  # one launch in the interpreter; the lesson's largest test launch takes about a second
 SAFE_BUILTINS = ("range", "min", "max", "float", "int", "bool", "len", "abs", "isinstance", "print")
-MODULES = ("triton", "triton.language", "math")  # the modules a kernel may name (and triton.language's own)
-WORK_FIELDS = ("launches", "programs", "loads", "bytes_loaded", "stores", "bytes_stored", "dot_flops")
 
 
 class Timeout(TimeoutError):
@@ -88,14 +86,19 @@ class Meter:
 
 def _read_reply(reply):
     """The meter's JSON answer as plain values; anything else is the meter's failure (RuntimeError)."""
+    import dataclasses
+
     import numpy as np
+
+    from course_utils.kernels import KernelWork
     if type(reply) is not dict:
         raise RuntimeError("the kernel meter's answer is not an object")
     if "refused" in reply or "error" in reply:
         key = "refused" if "refused" in reply else "error"
         return {key: str(reply[key])[:600]}
     work = reply.get("work")
-    if type(work) is not dict or set(work) != set(WORK_FIELDS) or any(type(v) is not int or v < 0 for v in work.values()):
+    fields = {f.name for f in dataclasses.fields(KernelWork)}
+    if type(work) is not dict or set(work) != fields or any(type(v) is not int or v < 0 for v in work.values()):
         raise RuntimeError("the kernel meter's work figures are malformed")
     storages = {int(k): base64.b64decode(v, validate=True) for k, v in dict(reply.get("storages", {})).items()}
     stored = np.frombuffer(base64.b64decode(str(reply.get("stored", "")), validate=True), dtype=np.float64).copy()
