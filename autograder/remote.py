@@ -299,8 +299,9 @@ def _no_modes():
 class Session:
     """One kernel's conversation: `transport(bytes, answer_callback) -> answer text`."""
 
-    def __init__(self, transport, meter=None, deadline=None):
+    def __init__(self, transport, meter=None, deadline=None, memory=None):
         self.transport = transport
+        self.memory = memory  # sandbox.MemoryPeak of the kernel's cgroup: what a measured call made resident
         self.meter = meter  # kernel_meter.Meter: where the kernel's Triton launches run while a test counts them
         self.deadline = deadline  # () -> the monotonic time by which the running test cell must end (or None)
         self._work_meters, self._launched, self._launch_refusal, self._launch_timeout = (), None, None, None
@@ -453,6 +454,8 @@ class Session:
         forbidden, in_place, only = forbidden_now(), in_place_allowed_now(), launcher_only_now()
         meters = {"memory": measuring(), "work": counting()}
         asked = tuple(kind for kind, open_blocks in meters.items() if open_blocks)
+        outside = self.memory is not None and transport is self.transport and any(m.resident for m in meters["memory"])
+        asked += ("resident",) * outside  # the kernel's cgroup measures the call: no in-kernel watch to inflate it
         stand_ins = {name: _LendThis(part) for name, part in stand_ins_now().items()}
         try:
             payload = self._pickle((op, target, tuple(args), dict(kwargs), forbidden, asked, in_place,
@@ -463,7 +466,9 @@ class Session:
         if transport is self.transport:
             self._grader_failure, self._launch_refusal, self._launch_timeout, self._launched = None, None, None, []
             self._work_meters = meters["work"]
+        window = self.memory.start() if outside else None
         text = transport(payload, self.answer_callback)
+        resident = self.memory.added(window) if window is not None else None
         if self._grader_failure is not None:
             raise self._grader_failure
         if self._launch_timeout is not None:
@@ -514,7 +519,7 @@ class Session:
         value = _decode(answer.get("value"), self, label)
         if self.meter is not None and only is not None and meters["work"] and transport is self.transport:
             _from_kernels(value, self._launched, label)
-        _absorb(answer, meters)
+        _absorb(answer, meters, resident)
         unseen = answer.get("unseen")
         if meters["memory"] and type(unseen) is list and unseen:
             what = "; ".join(kernel_rpc.UNSEEN[w] for w in sorted({w for w in unseen if w in kernel_rpc.UNSEEN}))
@@ -537,13 +542,15 @@ class Session:
         return self.ask("get", name, (), {}, name)
 
 
-def _absorb(answer, meters):
-    """Add the kernel's memory figures for one call to every open TensorMemory block (ints only; anything else in
-    the answer is ignored). Triton work is never the kernel's figure: the grader's meter counts it (_launch)."""
+def _absorb(answer, meters, resident=None):
+    """Add one call's memory to every open TensorMemory block: the kernel's figures (ints only; anything else in
+    the answer is ignored) and `resident`, what the kernel's memory cgroup gained during the call, measured here
+    (None: not measured). Triton work is never the kernel's figure: the grader's meter counts it (_launch)."""
     memory = answer.get("memory")
-    if meters["memory"] and type(memory) is list and len(memory) == 2 and all(type(x) is int for x in memory):
-        for meter in meters["memory"]:
-            meter.absorb(*(max(0, x) for x in memory))
+    if not (type(memory) is list and len(memory) == 2 and all(type(x) is int for x in memory)):
+        memory = [0, 0]
+    for meter in meters["memory"]:
+        meter.absorb(*(max(0, x) for x in memory), resident)
 
 
 def _from_kernels(value, launched, label):

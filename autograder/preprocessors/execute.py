@@ -8,6 +8,7 @@ dead kernel (os._exit, a crash, a memory limit) failing the remaining cells inst
 whole notebook.
 """
 import json
+import os
 import time
 
 from jupyter_core.utils import run_sync
@@ -68,7 +69,9 @@ class GradingExecute(SlicedWaits, Execute):
                 self.kc, run_sync(self.kc.shell_channel.get_msg), deadline=lambda: self._test_deadline,
                 on_timeout=run_sync(self.km.interrupt_kernel), is_alive=run_sync(self.km.is_alive),
                 get_stdin_msg=run_sync(self.kc.stdin_channel.get_msg))
-            self._runner = self._tests.runner(verdicts.Session(transport, meter=self._meter,
+            launcher = getattr(getattr(self.km, "provisioner", None), "pid", None)
+            memory = sandbox.MemoryPeak.of(str(launcher)) if launcher and os.geteuid() == 0 else None
+            self._runner = self._tests.runner(verdicts.Session(transport, meter=self._meter, memory=memory,
                                                                deadline=lambda: self._test_deadline))
         self._test_deadline = time.monotonic() + (self.timeout or 60)
         try:

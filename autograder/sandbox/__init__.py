@@ -4,7 +4,7 @@ One job per module:
 - `policy`: every rule of what a kernel sees and may do (the allow-list file system as bubblewrap's
   arguments, its environment, its resource limits, a grading run's `sandbox_settings`);
 - `launcher`: the process in front of each kernel (run as a script), and the stub that becomes the kernel;
-- `cgroups`: one memory + pids cgroup per kernel;
+- `cgroups`: one memory + pids cgroup per kernel, and the memory peak of a call read from outside;
 - `janitor`: nothing left behind by a killed launcher (`sweep` for what a killed janitor left);
 - `system`: the libc calls, the mount table, whether a process runs;
 - `probing`: which guarantees hold here (`probe`), said loudly when one does not;
@@ -14,7 +14,7 @@ launcher.py's docstring tells the whole story; the README's "What the sandbox gu
 each claim and the test that checks it.
 """
 from . import probing
-from .cgroups import Cgroups, cgroup_bases
+from .cgroups import Cgroups, MemoryPeak, cgroup_bases
 from .janitor import sweep
 from .launcher import launch, launcher_cmd
 from .manager import SandboxKernelManager
@@ -28,6 +28,6 @@ def probe(settings, timeout=120):
     return probing.probe(settings, timeout, find_bwrap=bwrap_path)
 
 
-__all__ = ["Cgroups", "DEFAULTS", "KEEP_ENV", "KEEP_ENV_PREFIXES", "MNT_DETACH", "SandboxKernelManager", "alive",
+__all__ = ["Cgroups", "DEFAULTS", "KEEP_ENV", "KEEP_ENV_PREFIXES", "MNT_DETACH", "MemoryPeak", "SandboxKernelManager", "alive",
            "attempt_name", "bwrap_args", "bwrap_path", "cgroup_bases", "kernel_env", "launch", "launcher_cmd", "libc",
            "mounts", "probe", "sandbox_settings", "sweep"]

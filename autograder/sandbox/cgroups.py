@@ -96,6 +96,65 @@ class Cgroups:
                     time.sleep(0.05)
 
 
+class MemoryPeak:
+    """The resident memory a kernel's memory cgroup added between `start()` and `added(mark)`, read from outside.
+
+    Everything the kernel's processes make resident counts (PyTorch's, numpy's, Python's, any child's), whatever
+    runs in them; memory already resident when the window opens (a buffer made by an earlier cell) does not.
+    cgroup v1: `memory.max_usage_in_bytes` is reset to the current usage (writing 0) and read; cgroup v2 (Linux
+    6.12 or newer): `memory.peak` is reset for one open file and read through it."""
+
+    def __init__(self, directory):
+        self.directory = directory
+        self._v2 = os.path.exists(f"{directory}/memory.peak")
+
+    @classmethod
+    def of(cls, name):
+        """The MemoryPeak of the kernel whose launcher is named `name`, or None (no memory cgroup, not root, or a
+        cgroup whose peak cannot be reset)."""
+        for directory in Cgroups.existing(name).dirs:
+            if os.path.exists(f"{directory}/memory.max_usage_in_bytes") or os.path.exists(f"{directory}/memory.peak"):
+                peak = cls(directory)
+                mark = peak.start()
+                if mark is not None:
+                    peak.added(mark)
+                    return peak
+        return None
+
+    def start(self):
+        """Open a window: its mark (None if the peak cannot be reset)."""
+        try:
+            if self._v2:
+                f = open(f"{self.directory}/memory.peak", "r+")
+                f.write("reset\n")
+                f.flush()
+                f.seek(0)
+                return f, int(f.read())
+            _write(f"{self.directory}/memory.max_usage_in_bytes", "0")
+            return None, _read_int(f"{self.directory}/memory.max_usage_in_bytes")
+        except (OSError, ValueError):
+            return None
+
+    def added(self, mark):
+        """Bytes the cgroup's peak rose above its usage when the window `mark` opened; None if unreadable."""
+        if mark is None:
+            return None
+        handle, start = mark
+        try:
+            if handle is not None:
+                with handle:
+                    handle.seek(0)
+                    return max(0, int(handle.read()) - start)
+            return max(0, _read_int(f"{self.directory}/memory.max_usage_in_bytes") - start)
+        except (OSError, ValueError):
+            return None
+
+
+def _read_int(path):
+    with open(path) as f:
+        return int(f.read())
+
+
 def _write(path, text, missing_ok=False):
     try:
         with open(path, "w") as f:

@@ -464,6 +464,80 @@ def test_an_honest_measured_answer_is_not_flagged(shared_kernel):
     assert measured(shared_kernel, "") == (None, [])
 
 
+# Memory the kernel made resident, measured from outside it (the kernel's memory cgroup, as grading as root does):
+# the full (4096, 4096) float64 pair table is 128 MiB, the test allows half; the honest answer holds a row
+RESIDENT_TEST = '''
+_a, _b = (torch.randn(4096, dtype=torch.float64, generator=torch.Generator().manual_seed(s)) for s in (1, 2))
+pair_sums(_a, _b)  # a first call: what a first call costs once (caches) is not the answer's
+with TensorMemory(resident=True) as _mem:
+    _got = pair_sums(_a, _b)
+cu.check_close(_got, _a * 4096 + _b.sum(), "pair_sums(a, b)")
+cu.check_true(_mem.held_bytes < 4096 * 4096 * 8 // 2, f"pair_sums held {_mem.held_bytes} bytes")'''
+_FULL_PAIRS = "(a[:, None] + b[None, :]).sum(-1)"
+RESIDENT_EVASIONS = {  # each passed its memory test, at most flagged, while the in-kernel count was all there was
+    "the memory count's ledger patched to count nothing": (
+        "import course_utils.memory as _m\n_m.StorageLedger._count = lambda self, f, a, k: f(*a, **(k or {}))\n"
+        f"def pair_sums(a, b):\n    return {_FULL_PAIRS}\n"),
+    "numpy, where no tensor count sees the work": (
+        "def pair_sums(a, b):\n    a, b = np.from_dlpack(a), np.from_dlpack(b)\n"
+        f"    return torch.from_numpy({_FULL_PAIRS})\n"),
+    "a thread started before the test": (
+        "import queue, sys\n_jobs, _done = queue.Queue(), queue.Queue()\n"
+        f"def _serve():\n    while True:\n        a, b = _jobs.get()\n        _done.put({_FULL_PAIRS})\n"
+        "sys.modules['thr' + 'eading'].Thread(target=_serve, daemon=True).start()\n"
+        "def pair_sums(a, b):\n    _jobs.put((a, b))\n    return _done.get()\n"),
+}
+
+
+@pytest.fixture(name="kernel_in_cgroup")
+def _kernel_in_cgroup():
+    """A kernel in a memory cgroup of its own, and the MemoryPeak the grader reads it by (root only)."""
+    import os
+
+    from autograder.sandbox import Cgroups, MemoryPeak, cgroup_bases
+    if os.geteuid() != 0 or not cgroup_bases():
+        pytest.skip("a memory cgroup needs root and a writable cgroup hierarchy (grading as root has one)")
+    name = f"test-resident-{os.getpid()}"
+    groups = Cgroups(name, 4096, 512)
+    started = _started_kernel()
+    km, kc = next(started)
+    try:
+        for directory in groups.dirs:
+            with open(f"{directory}/cgroup.procs", "w") as f:
+                f.write(str(km.provisioner.pid))
+        yield km, kc, MemoryPeak.of(name)
+    finally:
+        next(started, None)
+        groups.remove()
+
+
+def resident(kernel_in_cgroup, student_code):
+    """(the resident test's error or None, its review notes) with `student_code` run in the cgroup's kernel."""
+    km, kc, memory = kernel_in_cgroup
+    assert memory is not None, "the kernel's cgroup has no readable memory peak"
+    run_in_kernel(kc, SETUP)
+    assert run_in_kernel(kc, student_code) == "ok"
+    session = _session((km, kc))
+    session.memory = memory
+    nb = lesson()
+    test = new_code_cell(RESIDENT_TEST.strip())
+    test.metadata["nbgrader"] = {"solution": False, "grade": True, "grade_id": "test_resident", "points": 1,
+                                 "locked": True, "schema_version": 3}
+    nb.cells.append(test)
+    error = verdicts.LessonTests(nb).runner(session).run("test_resident")[1]
+    return error, session.take_notes()
+
+
+def test_an_honest_answer_measured_from_outside_its_kernel_passes_unflagged(kernel_in_cgroup):
+    assert resident(kernel_in_cgroup, "def pair_sums(a, b):\n    return a * b.numel() + b.sum()\n") == (None, [])
+
+
+@pytest.mark.parametrize("name", sorted(RESIDENT_EVASIONS))
+def test_memory_made_resident_out_of_the_counts_sight_fails_the_test(kernel_in_cgroup, name):
+    error, notes = resident(kernel_in_cgroup, RESIDENT_EVASIONS[name])
+    assert "pair_sums held" in str(error), (error, notes)
+
+
 def test_malformed_answers_are_the_graders_problem_not_data():
     session = verdicts.Session(lambda payload, answer_callback: json.dumps({"ok": True, "value": {"t": "tensor", "dtype": "object",
                                                                                   "shape": [1], "b64": ""}}))
