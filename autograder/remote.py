@@ -299,9 +299,9 @@ def _no_modes():
 class Session:
     """One kernel's conversation: `transport(bytes, answer_callback) -> answer text`."""
 
-    def __init__(self, transport, meter=None, deadline=None, memory=None):
+    def __init__(self, transport, meter=None, deadline=None, cgroup=None):
         self.transport = transport
-        self.memory = memory  # sandbox.MemoryPeak of the kernel's cgroup: what a measured call made resident
+        self.cgroup = cgroup  # sandbox.KernelCgroup: the kernel's processes and resident memory, read from outside
         self.meter = meter  # kernel_meter.Meter: where the kernel's Triton launches run while a test counts them
         self.deadline = deadline  # () -> the monotonic time by which the running test cell must end (or None)
         self._work_meters, self._launched, self._launch_refusal, self._launch_timeout = (), None, None, None
@@ -454,7 +454,7 @@ class Session:
         forbidden, in_place, only = forbidden_now(), in_place_allowed_now(), launcher_only_now()
         meters = {"memory": measuring(), "work": counting()}
         asked = tuple(kind for kind, open_blocks in meters.items() if open_blocks)
-        outside = self.memory is not None and transport is self.transport and any(m.resident for m in meters["memory"])
+        outside = self.cgroup is not None and transport is self.transport and any(m.resident for m in meters["memory"])
         asked += ("resident",) * outside  # the kernel's cgroup measures the call: no in-kernel watch to inflate it
         stand_ins = {name: _LendThis(part) for name, part in stand_ins_now().items()}
         try:
@@ -466,9 +466,14 @@ class Session:
         if transport is self.transport:
             self._grader_failure, self._launch_refusal, self._launch_timeout, self._launched = None, None, None, []
             self._work_meters = meters["work"]
-        window = self.memory.start() if outside else None
+        watched = self.cgroup is not None and transport is self.transport and bool(forbidden or meters["memory"])
+        if watched:
+            self._other_processes(label, forbidden)
+        window = self.cgroup.start() if outside else None
         text = transport(payload, self.answer_callback)
-        resident = self.memory.added(window) if window is not None else None
+        resident = self.cgroup.added(window) if window is not None else None
+        if watched:
+            self._other_processes(label, forbidden)
         if self._grader_failure is not None:
             raise self._grader_failure
         if self._launch_timeout is not None:
@@ -537,6 +542,22 @@ class Session:
             raise AssertionError(f"{label} changed its input in place ({names}): leave its inputs unchanged "
                                  "(work on a copy, or build a new tensor)")
         return value
+
+    def _other_processes(self, label, forbidden):
+        """Processes in the kernel's cgroup besides the kernel's own (read here, from outside) could compute what a
+        test forbids, or hold memory it measures: refused where an operator is forbidden, else noted for review."""
+        from course_utils.checks import ForbiddenCall
+        others = self.cgroup.others()
+        if not others:
+            return
+        what = (f"{len(others)} process{'es' * (len(others) > 1)} besides the kernel (started by its code: a server, "
+                "a pool or one orphaned by an intermediate)")
+        if forbidden:
+            raise ForbiddenCall(f"{str(label)[:80]}: while this test ran, your kernel's sandbox held {what}, which "
+                                "could compute what the exercise forbids; end them (or do not start them) before the "
+                                "test")
+        self.notes.append(f"while its memory was measured, {str(label)[:80]} ran beside {what}, whose work the "
+                          "count cannot see: check its memory test by hand")
 
     def fetch(self, name):
         return self.ask("get", name, (), {}, name)

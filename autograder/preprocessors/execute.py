@@ -53,7 +53,7 @@ class GradingExecute(SlicedWaits, Execute):
         self._tests, self._runner = verdicts.LessonTests(source), None
         self._integrity_off = not self.integrity_check
         self._reported, self._withheld = set(), []
-        self._clock, self._starved = None, False
+        self._clock, self._starved, self._cgroup = None, False, None
         self._meter = kernel_meter.Meter()
         try:
             nb, resources = super().preprocess(nb, resources, km)
@@ -62,6 +62,13 @@ class GradingExecute(SlicedWaits, Execute):
         resources.setdefault("autograder", {})[WITHHELD] = list(self._withheld)  # SaveGrades leaves them ungraded
         return nb, resources
 
+    def start_new_kernel_client(self):
+        super().start_new_kernel_client()
+        # read once the kernel answers and before any cell runs: the processes in its cgroup now are the sandbox's
+        # and the kernel's own
+        launcher = getattr(getattr(self.km, "provisioner", None), "pid", None)
+        self._cgroup = sandbox.KernelCgroup.of(str(launcher)) if launcher and os.geteuid() == 0 else None
+
     def _run_test_here(self, cell, index):
         """A test cell's verdict, decided in this process (verdicts.py): the kernel never sees the test."""
         if self._runner is None:
@@ -69,9 +76,7 @@ class GradingExecute(SlicedWaits, Execute):
                 self.kc, run_sync(self.kc.shell_channel.get_msg), deadline=lambda: self._test_deadline,
                 on_timeout=run_sync(self.km.interrupt_kernel), is_alive=run_sync(self.km.is_alive),
                 get_stdin_msg=run_sync(self.kc.stdin_channel.get_msg))
-            launcher = getattr(getattr(self.km, "provisioner", None), "pid", None)
-            memory = sandbox.MemoryPeak.of(str(launcher)) if launcher and os.geteuid() == 0 else None
-            self._runner = self._tests.runner(verdicts.Session(transport, meter=self._meter, memory=memory,
+            self._runner = self._tests.runner(verdicts.Session(transport, meter=self._meter, cgroup=self._cgroup,
                                                                deadline=lambda: self._test_deadline))
         self._test_deadline = time.monotonic() + (self.timeout or 60)
         try:

@@ -14,7 +14,7 @@ launcher.py's docstring tells the whole story; the README's "What the sandbox gu
 each claim and the test that checks it.
 """
 from . import probing
-from .cgroups import Cgroups, MemoryPeak, cgroup_bases
+from .cgroups import Cgroups, KernelCgroup, cgroup_bases
 from .janitor import sweep
 from .launcher import launch, launcher_cmd
 from .manager import SandboxKernelManager
@@ -28,6 +28,6 @@ def probe(settings, timeout=120):
     return probing.probe(settings, timeout, find_bwrap=bwrap_path)
 
 
-__all__ = ["Cgroups", "DEFAULTS", "KEEP_ENV", "KEEP_ENV_PREFIXES", "MNT_DETACH", "MemoryPeak", "SandboxKernelManager", "alive",
+__all__ = ["Cgroups", "DEFAULTS", "KEEP_ENV", "KEEP_ENV_PREFIXES", "MNT_DETACH", "KernelCgroup", "SandboxKernelManager", "alive",
            "attempt_name", "bwrap_args", "bwrap_path", "cgroup_bases", "kernel_env", "launch", "launcher_cmd", "libc",
            "mounts", "probe", "sandbox_settings", "sweep"]

@@ -96,30 +96,47 @@ class Cgroups:
                     time.sleep(0.05)
 
 
-class MemoryPeak:
-    """The resident memory a kernel's memory cgroup added between `start()` and `added(mark)`, read from outside.
+class KernelCgroup:
+    """A kernel's memory cgroup read from outside (by the grader, root): the processes in it beside the kernel's
+    own (`others()`), and the resident memory it added between `start()` and `added(mark)`.
 
-    Everything the kernel's processes make resident counts (PyTorch's, numpy's, Python's, any child's), whatever
-    runs in them; memory already resident when the window opens (a buffer made by an earlier cell) does not.
-    cgroup v1: `memory.max_usage_in_bytes` is reset to the current usage (writing 0) and read; cgroup v2 (Linux
-    6.12 or newer): `memory.peak` is reset for one open file and read through it."""
+    Memory: everything the kernel's processes make resident counts (PyTorch's, numpy's, Python's, any child's),
+    whatever runs in them; memory already resident when the window opens (a buffer made by an earlier cell) does
+    not. cgroup v1: `memory.max_usage_in_bytes` is reset to the current usage (writing 0) and read; cgroup v2
+    (Linux 6.12 or newer): `memory.peak` is reset for one open file and read through it."""
 
     def __init__(self, directory):
         self.directory = directory
         self._v2 = os.path.exists(f"{directory}/memory.peak")
+        self.own = self.processes()
 
     @classmethod
     def of(cls, name):
-        """The MemoryPeak of the kernel whose launcher is named `name`, or None (no memory cgroup, not root, or a
-        cgroup whose peak cannot be reset)."""
+        """The KernelCgroup of the kernel whose launcher is named `name`, or None (no memory cgroup, not root, or
+        a cgroup whose peak cannot be reset)."""
         for directory in Cgroups.existing(name).dirs:
             if os.path.exists(f"{directory}/memory.max_usage_in_bytes") or os.path.exists(f"{directory}/memory.peak"):
-                peak = cls(directory)
-                mark = peak.start()
-                if mark is not None:
-                    peak.added(mark)
-                    return peak
+                group = cls(directory)
+                mark = group.start()
+                if mark is not None and group.own is not None:
+                    group.added(mark)
+                    return group
         return None
+
+    def processes(self):
+        """The ids of the living processes in the cgroup now (threads and zombies not listed), or None."""
+        try:
+            with open(f"{self.directory}/cgroup.procs") as f:
+                listed = [int(pid) for pid in f.read().split()]
+        except (OSError, ValueError):
+            return None
+        return frozenset(pid for pid in listed if _living(pid))
+
+    def others(self):
+        """The living processes in the cgroup that were not there when this object was made (the grader makes it
+        as the kernel starts, before any cell: then the sandbox's own processes and the kernel are all there is)."""
+        now = self.processes()
+        return frozenset() if now is None or self.own is None else now - self.own
 
     def start(self):
         """Open a window: its mark (None if the peak cannot be reset)."""
@@ -148,6 +165,14 @@ class MemoryPeak:
             return max(0, _read_int(f"{self.directory}/memory.max_usage_in_bytes") - start)
         except (OSError, ValueError):
             return None
+
+
+def _living(pid):
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")
+    except (OSError, IndexError):
+        return False
 
 
 def _read_int(path):

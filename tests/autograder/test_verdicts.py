@@ -491,10 +491,10 @@ RESIDENT_EVASIONS = {  # each passed its memory test, at most flagged, while the
 
 @pytest.fixture(name="kernel_in_cgroup")
 def _kernel_in_cgroup():
-    """A kernel in a memory cgroup of its own, and the MemoryPeak the grader reads it by (root only)."""
+    """A kernel in a memory cgroup of its own, and the KernelCgroup the grader reads it by (root only)."""
     import os
 
-    from autograder.sandbox import Cgroups, MemoryPeak, cgroup_bases
+    from autograder.sandbox import Cgroups, KernelCgroup, cgroup_bases
     if os.geteuid() != 0 or not cgroup_bases():
         pytest.skip("a memory cgroup needs root and a writable cgroup hierarchy (grading as root has one)")
     name = f"test-resident-{os.getpid()}"
@@ -505,7 +505,7 @@ def _kernel_in_cgroup():
         for directory in groups.dirs:
             with open(f"{directory}/cgroup.procs", "w") as f:
                 f.write(str(km.provisioner.pid))
-        yield km, kc, MemoryPeak.of(name)
+        yield km, kc, KernelCgroup.of(name)
     finally:
         next(started, None)
         groups.remove()
@@ -518,7 +518,7 @@ def resident(kernel_in_cgroup, student_code):
     run_in_kernel(kc, SETUP)
     assert run_in_kernel(kc, student_code) == "ok"
     session = _session((km, kc))
-    session.memory = memory
+    session.cgroup = memory
     nb = lesson()
     test = new_code_cell(RESIDENT_TEST.strip())
     test.metadata["nbgrader"] = {"solution": False, "grade": True, "grade_id": "test_resident", "points": 1,
@@ -536,6 +536,24 @@ def test_an_honest_answer_measured_from_outside_its_kernel_passes_unflagged(kern
 def test_memory_made_resident_out_of_the_counts_sight_fails_the_test(kernel_in_cgroup, name):
     error, notes = resident(kernel_in_cgroup, RESIDENT_EVASIONS[name])
     assert "pair_sums held" in str(error), (error, notes)
+
+
+def test_a_process_beside_the_kernel_is_seen_from_outside_however_the_kernel_hides_it(kernel_in_cgroup):
+    """A pool started before the test computes the forbidden operator, and the kernel's own check of its processes
+    is patched to see none: the grader reads the kernel's cgroup itself and refuses the call."""
+    km, kc, cgroup = kernel_in_cgroup
+    run_in_kernel(kc, SETUP)
+    assert run_in_kernel(kc, HONEST + "\nimport multiprocessing\nimport course_utils.checks as _c\n"
+                                      "_pool = multiprocessing.get_context('fork').Pool(1)\n"
+                                      "_c._child_processes = lambda: []\n"
+                                      "def attention(q, k, v):\n"
+                                      "    return _pool.apply(F.scaled_dot_product_attention, (q, k, v))\n") == "ok"
+    session = _session((km, kc))
+    session.cgroup = cgroup
+    error = verdicts.LessonTests(lesson()).runner(session).run("test_attention")[1]
+    assert "besides the kernel" in str(error), error
+    error = verdicts.LessonTests(lesson()).runner(session).run("test_memory")[1]
+    assert error is None and any("besides the kernel" in note for note in session.take_notes())
 
 
 def test_malformed_answers_are_the_graders_problem_not_data():
