@@ -11,14 +11,21 @@ jupyter_client issue 436); with slices, in none of 24.
 Every new poll looks at the socket first, so a wait cut into slices of WAIT_SLICE_S seconds
 finds such a message at the next slice. Timeouts keep their meaning: the waits end with
 queue.Empty at the same deadline as before.
+
+A message the client cannot read (jupyter_client raises KeyError or ValueError: the kernel's code
+replaced how it packs them, e.g. json's encoder where orjson is absent) ends the wait as nbclient's
+DeadKernelError naming UNREADABLE: to the grader, a kernel it cannot understand is as gone as a
+crashed one (a `runtime:` flag; the cells after it are not run), never a crash of the grading.
 """
 import time
 from queue import Empty
 
 from jupyter_core.utils import run_sync
 import nbclient
+from nbclient.exceptions import DeadKernelError
 
 WAIT_SLICE_S = 0.1
+UNREADABLE = "the kernel sent messages the grader cannot read"
 
 
 def sliced(get_msg, step=WAIT_SLICE_S):
@@ -32,6 +39,9 @@ def sliced(get_msg, step=WAIT_SLICE_S):
             except Empty:
                 if deadline is not None and time.monotonic() >= deadline:
                     raise
+            except (KeyError, ValueError, TypeError, UnicodeError) as e:  # (deserialize: the kernel's bytes)
+                raise DeadKernelError(f"{UNREADABLE} ({type(e).__name__}: its code changed how they are "
+                                      "packed)") from None
     return get_msg_sliced
 
 
@@ -40,7 +50,7 @@ class SlicedWaits:
 
     async def async_start_new_kernel_client(self):
         kc = await super().async_start_new_kernel_client()
-        for channel in (kc.shell_channel, kc.iopub_channel):
+        for channel in (kc.shell_channel, kc.iopub_channel, kc.stdin_channel):
             channel.get_msg = sliced(channel.get_msg)
         return kc
 

@@ -22,7 +22,7 @@ from ..sandbox import clock
 from .grades import WITHHELD
 from ..sandbox.limits import Limits
 from ..course import lesson_notebook
-from ..nbrun import SlicedWaits
+from ..nbrun import UNREADABLE, SlicedWaits
 from ..worker import HANG, STARVED, event, record_kernel
 
 
@@ -195,8 +195,9 @@ class SandboxedExecute(GradingExecute):
         self.timeout = max(1, int(min(self._cell_timeout, remaining)))
         try:
             return super().preprocess_cell(cell, resources, index)
-        except DeadKernelError:
-            self._dead = f"the kernel died in cell {index} (os._exit, a crash, or a resource limit)"
+        except DeadKernelError as e:
+            self._dead = (f"{UNREADABLE} from cell {index} on" if UNREADABLE in str(e) else
+                          f"the kernel died in cell {index} (os._exit, a crash, or a resource limit)")
             cell.outputs.append(error_output("DeadKernelError", self._dead))
             event("runtime", self._dead)
             return cell, resources

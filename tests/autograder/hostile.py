@@ -150,6 +150,7 @@ def build_class(course, lesson):
         "stderr_warnings": (_with_code(full, first, after=NOISY.format(name=_defined_in(full, first))), name),
         "flood": (_with_code(full, first, after=FLOOD.format(name=_defined_in(full, first))), name),
         "dies_in_test": (_with_code(full, wrapped, after=DIES.format(name=_defined_in(full, wrapped))), name),
+        "garbled": (_with_code(full, first, after="\nget_ipython().kernel.session.pack = lambda obj: b'{}'\n"), name),
         "monkeypatch": (_with_code(blank, first, before="import course_utils as cu\nimport torch\n"
                                                         "cu.check_close = lambda *a, **k: None\n"
                                                         "torch.allclose = lambda *a, **k: True\n"), name),

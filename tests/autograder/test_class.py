@@ -172,6 +172,15 @@ def test_a_kernel_killed_inside_a_test_is_a_crash_of_that_test_cell_and_nothing_
     assert r.score < max_points(graded)
 
 
+def test_a_kernel_whose_messages_cannot_be_read_is_a_crash_not_a_failed_grading(graded):
+    """An answer cell replaces how the kernel packs its messages: jupyter_client cannot read them (it raised
+    ValueError, and the whole notebook was a failed grading scored 0). Now it is a crash from that cell on."""
+    r = graded["results"]["garbled"]
+    assert r.status == "graded" and 0 < r.max_score and r.score < max_points(graded), r
+    assert any(f.startswith("runtime: the kernel sent messages the grader cannot read from cell ") and
+               f.endswith("(later cells not run)") for f in r.flags), r.flags
+
+
 def _csv_row(g, student):
     with open(g["grades_csv"]) as f:
         return next(r for r in csv.DictReader(f) if r["student_id"] == student and r["assignment"] == g["lesson"])

@@ -175,6 +175,18 @@ def test_sliced_waits_keep_the_deadline():
     assert 0.5 <= time.monotonic() - start < 5
 
 
+@pytest.mark.parametrize("error", [KeyError("header"), ValueError("Duplicate Signature")])
+def test_a_message_the_client_cannot_read_ends_the_wait_as_a_dead_kernel(error):
+    """jupyter_client's deserialize raises on a message a patched kernel packed: a crash of the kernel, never of
+    the grading (nbclient's DeadKernelError, which the grader reports as a runtime flag)."""
+    from nbclient.exceptions import DeadKernelError
+
+    async def get_msg(timeout=None):
+        raise error
+    with pytest.raises(DeadKernelError, match=nbrun.UNREADABLE):
+        asyncio.run(nbrun.sliced(get_msg)(timeout=1))
+
+
 def test_wait_any_wakes_when_a_worker_ends_not_at_the_timeout(tmp_path):
     folder, slow = run_job(tmp_path, "import time\ntime.sleep(60)", name="slow")
     folder, quick = run_job(tmp_path, "import time\ntime.sleep(0.3)", name="quick")
