@@ -212,9 +212,14 @@ def _figures(submissions, items):
     graded = [s for s in submissions if s.status == "graded" and s.max_score]
     fig, ax = plt.subplots(figsize=(6, 2.8))
     top = max((s.max_score for s in graded), default=1)
-    ax.hist([s.score for s in graded], bins=min(20, max(5, int(top) + 1)), range=(0, top), color="#3465a4",
-            edgecolor="white")
+    scores = [s.score for s in graded]
+    whole = top <= 40 and all(float(x).is_integer() for x in scores + [top])  # one bar per score, centred on it
+    ax.hist(scores, bins=[x - 0.5 for x in range(int(top) + 2)] if whole else min(20, max(5, int(top) + 1)),
+            range=None if whole else (0, top), color="#3465a4", edgecolor="white")
+    if whole:
+        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set(xlabel=f"score (of {top:g})", ylabel="submissions", title=f"scores of {len(graded)} graded submissions")
+    ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # counts of submissions
     scores = _png(fig)
     ordered = sorted((i for i in items if i["rate"] is not None), key=lambda i: i["rate"])
     fig, ax = plt.subplots(figsize=(6, 0.45 * max(3, len(ordered)) + 0.8))
