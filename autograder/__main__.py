@@ -1,4 +1,4 @@
-"""python -m autograder: the instructor's command line (release, collect, grade, feedback, export, report)."""
+"""python -m autograder: the instructor's command line (release, collect, grade, feedback, export, report, check)."""
 import argparse
 import os
 import sys
@@ -15,6 +15,7 @@ EPILOG = """In a terminal, from the repository root:
   python -m autograder feedback                      # course/feedback/<student>/<lesson>/*.html
   python -m autograder export                        # course/export/grades.csv, summary.csv, summary.md
   python -m autograder report                        # course/class_report/index.html: what the class got wrong
+  python -m autograder check 03                      # a lesson's tests pass on its solution, run the grader's way
 
 `python -m autograder COMMAND --help` tells more about each command.
 """
@@ -48,6 +49,9 @@ DESCRIPTIONS = dict(
            "check that failed with how many students and who, the flags by kind, what is not graded or pending, "
            "grading times, and each exercise's difficulty and point-biserial correlation. It reads only what "
            "grade wrote and shows failures as the students' feedback shows them (no hidden test).",
+    check="Run each named lesson's solution notebook in this process and its test cells the grader's way (outside "
+          "the answers' namespace, the answers reached through handles): every test cell must pass. For course "
+          "authors, after editing a test; exit status 1 if one fails.",
 )
 
 
@@ -55,7 +59,8 @@ def build_parser():
     """The command line: one subcommand per verb."""
     parser = argparse.ArgumentParser(
         prog="python -m autograder", epilog=EPILOG, formatter_class=argparse.RawDescriptionHelpFormatter,
-        description="Grade the attention course with nbgrader: release, collect, grade, feedback, export, report.")
+        description="Grade the attention course with nbgrader: release, collect, grade, feedback, export, report, "
+                    "check.")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     lessons_help = f"lesson ids (default: every lesson: {', '.join(lesson_ids()) or 'none yet'})"
     course_help = f"nbgrader course directory (default: {REPO / 'course'})"
@@ -102,11 +107,16 @@ def build_parser():
     p = command("report", "what the class got wrong and why: one HTML page per lesson")
     p.add_argument("lessons", nargs="*", metavar="LESSON", help=lessons_help)
     p.add_argument("--course", default=str(REPO / "course"), help=course_help)
+
+    p = command("check", "a lesson's test cells pass on its solution, run the grader's way")
+    p.add_argument("lessons", nargs="+", metavar="LESSON", help="lesson ids or numbers (03), or notebook paths")
     return parser
 
 
 def main(argv=None):
     args = build_parser().parse_args(argv)
+    if args.command == "check":
+        return _check(args.lessons)
     course = Path(args.course)
     if args.command == "release":
         release(course, args.lessons or None)
@@ -145,6 +155,20 @@ def main(argv=None):
         from .class_report import build_report
         build_report(course, args.lessons or None)
     return 0
+
+
+def _check(lessons):
+    from .course import SOLUTIONS
+    from .verdicts import check_lesson
+    failed = 0
+    for lesson in lessons:
+        path = Path(lesson) if lesson.endswith(".ipynb") else next(SOLUTIONS.glob(f"{lesson}*.ipynb"), None)
+        if path is None or not path.exists():
+            print(f"no lesson {lesson!r} in {SOLUTIONS}", file=sys.stderr)
+            return 2
+        print(f"== {path.name}")
+        failed += sum(e is not None for e in check_lesson(path).values())
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -34,10 +34,6 @@ def is_test(cell):
     return cell.get("cell_type") == "code" and bool(meta.get("grade")) and not meta.get("solution")
 
 
-def points(cell):
-    return float(nbgrader(cell).get("points") or 0)
-
-
 def without_hidden_tests(source):
     """A test cell's source with its hidden-test region removed."""
     kept, hidden = [], False

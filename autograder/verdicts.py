@@ -56,12 +56,8 @@ def _bound_names(tree):
     return names
 
 
-def free_names(source):
-    """Names a cell reads and never binds itself (builtins excluded)."""
-    return _free_names(ast.parse(_code(source)))
-
-
-def _free_names(tree):
+def free_names(tree):
+    """Names a cell's syntax tree reads and never binds itself (builtins excluded)."""
     loads = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
     return loads - _bound_names(tree) - set(dir(builtins))
 
@@ -113,7 +109,7 @@ class LessonTests:
         order; its code; the names it binds)."""
         if grade_id not in self._compiled:
             tree = ast.parse(_code(self.tests[grade_id]))
-            self._compiled[grade_id] = (sorted(_free_names(tree)), compile(tree, f"<test {grade_id}>", "exec"),
+            self._compiled[grade_id] = (sorted(free_names(tree)), compile(tree, f"<test {grade_id}>", "exec"),
                                         _bound_names(tree))
         return self._compiled[grade_id]
 
@@ -180,7 +176,7 @@ def outputs_for(stdout, error):
     return outputs
 
 
-# ------------------------------------------------------------------ python -m autograder.verdicts check NN
+# ------------------------------------------------------------------ python -m autograder check NN
 
 def check_lesson(notebook_path, log=print):
     """Run a solution notebook in this process, its test cells the grader's way; returns {grade_id: error or None}.
@@ -214,24 +210,3 @@ def check_lesson(notebook_path, log=print):
         except Exception as e:  # noqa: BLE001: reported, the run goes on as a notebook's would
             log(f"  (a ready-made or answer cell raised {type(e).__name__}: {str(e)[:200]})")
     return results
-
-
-def main(argv=None):
-    import argparse
-    import sys
-    parser = argparse.ArgumentParser(prog="python -m autograder.verdicts",
-                                     description="check that a lesson's test cells pass when run on the grader's side")
-    parser.add_argument("command", choices=["check"])
-    parser.add_argument("lessons", nargs="+", help="lesson numbers or notebook paths (e.g. 03)")
-    args = parser.parse_args(argv)
-    solutions = Path(__file__).resolve().parent.parent / "solutions"
-    failed = 0
-    for lesson in args.lessons:
-        path = Path(lesson) if lesson.endswith(".ipynb") else next(solutions.glob(f"{lesson}_*.ipynb"))
-        print(f"== {path.name}")
-        failed += sum(e is not None for e in check_lesson(path).values())
-    sys.exit(1 if failed else 0)
-
-
-if __name__ == "__main__":
-    main()

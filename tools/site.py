@@ -46,7 +46,6 @@ COURSE_UTILS = REPO / "course_utils"
 # bump when what a cached run contains changes (how notebooks are executed)
 RECIPE = "site-run-1"
 
-nbgrader_meta = nbgrader  # a cell's nbgrader metadata, under the name tests/site/test_site.py uses
 
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"

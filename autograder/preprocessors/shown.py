@@ -33,7 +33,7 @@ MAX_OUTPUTS = 50  # submitted outputs shown per cell
 SAFE_MIME = ("text/plain", "text/html", "text/markdown", "text/latex", "image/png", "image/jpeg", "image/gif")
 # error names a failed test may show: Python's own exceptions and the course's (others become "Error": a class
 # name is chosen by whoever raises it, and student code can raise a class named after a hidden test)
-COURSE_ERRORS = {"ForbiddenCall", "IntegrityError", "CellTimeoutError", "DeadKernelError", "CellExecutionError"}
+COURSE_ERRORS = {"ForbiddenCall", "CellTimeoutError", "DeadKernelError", "CellExecutionError"}
 PYTHON_ERRORS = {name for name, value in vars(builtins).items()
                  if isinstance(value, type) and issubclass(value, BaseException)}
 PASSED = "Test passed.\n"
@@ -107,7 +107,7 @@ def failure(outputs):
     errors = [o for o in outputs if o.get("output_type") == "error"]
     if not errors:
         return None
-    error = next((o for o in errors if o.get("ename") == "IntegrityError"), errors[0])
+    error = errors[0]
     name = str(error.get("ename", ""))
     name = name if name in PYTHON_ERRORS or name in COURSE_ERRORS else "Error"
     return name, _cut(str(error.get("evalue", "")), MAX_MESSAGE)

@@ -614,8 +614,9 @@ def test_an_error_that_forges_a_grader_failure_is_the_students(kernel):
 
 
 def test_free_names_are_what_a_cell_reads_and_never_binds():
-    source = "for _i in range(3):\n    y = f(_i) + g\nclass C:\n    pass\nz = [h(w) for w in y]\n%timeit f(1)"
-    assert verdicts.free_names(source) == {"f", "g", "h"}
+    import ast
+    source = "for _i in range(3):\n    y = f(_i) + g\nclass C:\n    pass\nz = [h(w) for w in y]\nprint(len(z))"
+    assert verdicts.free_names(ast.parse(source)) == {"f", "g", "h"}
 
 
 @pytest.mark.parametrize("kind", ["StopIteration", "SystemExit", "GraderSideError", "KeyboardInterrupt"])
@@ -652,3 +653,19 @@ def test_a_request_runs_as_one_expression_from_bytecode_or_from_source(bytecode,
         return eval(compile(expression, "<request>", "eval"), {})  # noqa: S307: the grader's own request
 
     assert verdicts.Session(transport).fetch("triple")(torch.ones(2)).tolist() == [3.0, 3.0]
+
+
+def test_the_check_command_passes_a_solution_and_fails_a_broken_one(tmp_path, capsys):
+    """`python -m autograder check` (it was a second command line, `python -m autograder.verdicts check`)."""
+    from autograder.__main__ import main
+    from autograder.course import SOLUTIONS
+    source = next(SOLUTIONS.glob("03_*.ipynb"))
+    assert main(["check", "03"]) == 0
+    nb = nbformat.read(source, as_version=4)
+    answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "softmax")
+    answer.source += "\n\ndef softmax(x, axis=-1):\n    return x\n"
+    broken = tmp_path / source.name
+    nbformat.write(nb, broken)
+    assert main(["check", str(broken)]) == 1
+    assert "test_softmax: FAILED" in capsys.readouterr().out
+    assert main(["check", "99"]) == 2

@@ -198,9 +198,9 @@ def test_a_page_with_a_solution_is_refused_before_it_is_built():
     solution = load(SOLUTIONS / f"{lesson}.ipynb")
     student = load(NOTEBOOKS / f"{lesson}.ipynb")
     for cell in student.cells:  # a stale student copy that still holds the solution
-        gid = site.nbgrader_meta(cell).get("grade_id")
+        gid = site.nbgrader(cell).get("grade_id")
         if site.is_answer(cell):
-            cell.source = next(c.source for c in solution.cells if site.nbgrader_meta(c).get("grade_id") == gid)
+            cell.source = next(c.source for c in solution.cells if site.nbgrader(c).get("grade_id") == gid)
     page = site.student_page(solution, student, lesson)
     assert site.leaked_lines(site.page_text(page), secrets(lesson))
 
