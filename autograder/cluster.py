@@ -26,6 +26,7 @@ from pathlib import Path
 from . import grading, sandbox
 from .course import REPO, gradebook_path, step_folder, step_notebook, work_folder
 from .gradebook import merge, record_failure
+from .job import JobFolder
 
 ALLOWED_FAILURES = 1  # a task is retried once when its worker dies, then recorded as failed
 _PROBED = {}  # what the sandbox can do on this worker: probed once per worker process, not per job
@@ -122,7 +123,7 @@ def apply_reply(course_root, reply):
     work = work_folder(course_root, lesson, student)
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    shard = work / "gradebook.db"
+    shard = JobFolder(work).gradebook
     shard.write_bytes(reply["gradebook"])
     result = grading.Result(**reply["result"])
     result.score, result.max_score, result.pending = merge(f"sqlite:///{shard.resolve()}", course_root, lesson, student)

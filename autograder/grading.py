@@ -53,7 +53,7 @@ from .gradebook import mark_flagged, merge, record_failure
 from .restore import restore
 from .sandbox import sandbox_settings  # noqa: F401 (the public API)
 from .settings import HARD_LIMIT_GRACE_S, Limits, grading_config  # noqa: F401 (the public API: grading_config)
-from .worker import FLAGGED, STARVED, read_events
+from .job import FLAGGED, STARVED, JobFolder, read_events
 
 
 def flag_for(event):
@@ -126,24 +126,25 @@ class _Running:
     def __init__(self, course_root, lesson, student, limits, settings, threads, modules):
         self.result = Result(lesson, student)
         self.work = work_folder(course_root, lesson, student)
+        self.folder = JobFolder(self.work)
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
-        shutil.copyfile(gradebook_path(course_root), self.work / "gradebook.db")
-        self.db_url = f"sqlite:///{self.work.resolve() / 'gradebook.db'}"
+        shutil.copyfile(gradebook_path(course_root), self.folder.gradebook)
+        self.db_url = f"sqlite:///{self.folder.gradebook.resolve()}"
         job = dict(course=str(Path(course_root).resolve()), lesson=lesson, student=student, db_url=self.db_url,
                    limits=limits.__dict__, sandbox=settings)
-        (self.work / "job.json").write_text(json.dumps(job))
-        env = {**os.environ, "AUTOGRADER_EVENTS": str(self.work / "events.txt"),
+        self.folder.job.write_text(json.dumps(job))
+        env = {**os.environ, **self.folder.environment(),
                "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # N kernels share the cores, unless told otherwise
             env.setdefault(name, str(threads))
         self.start = time.monotonic()
         self.deadline = self.start + limits.notebook_timeout + HARD_LIMIT_GRACE_S
-        self.proc = zygote.start(self.work / "job.json", self.work / "worker.log", env, modules=modules)
+        self.proc = zygote.start(self.folder.job, self.folder.log, env, modules=modules)
 
     def kill(self):
         """Stop the worker and its kernels (each in its own process group): nothing of this job runs on."""
-        kernels = self.work / "kernels.txt"
+        kernels = self.folder.kernels
         groups = [self.proc.pid] + ([int(p) for p in kernels.read_text().split()] if kernels.exists() else [])
         for pgid in [g for g in groups if g > 0]:  # never 0: killpg(0) is our own group
             try:
@@ -163,8 +164,8 @@ class _Running:
     def finish(self, course_root, timed_out):
         r = self.result
         r.seconds = round(time.monotonic() - self.start, 1)
-        r.events = read_events(self.work / "events.txt")
-        reply = self.work / "result.json"
+        r.events = read_events(self.folder.events)
+        reply = self.folder.result
         outcome = json.loads(reply.read_text()) if reply.exists() else None
         if timed_out:
             r.status, r.error = "failed", f"grading ran past the hard limit ({int(self.deadline - self.start)} s)"
@@ -311,7 +312,7 @@ def _stop(course_root, signal_name, running, queue, results, log):
     """After SIGINT/SIGTERM: keep what finished, abandon the rest, raise GradingInterrupted naming it."""
     not_graded = []
     for job in running:
-        if job.proc.poll() is not None and (job.work / "result.json").exists():  # finished meanwhile
+        if job.proc.poll() is not None and job.folder.result.exists():  # finished meanwhile
             results.append(record_result(course_root, job.finish(course_root, False), log))
         else:
             job.abandon(course_root)

@@ -312,7 +312,7 @@ class Session:
         self.notes = []  # what a reviewer should see about the answers (work a measurement could not see)
 
     def take_notes(self):
-        """The notes made since the last call, for the caller to flag (worker.event "integrity")."""
+        """The notes made since the last call, for the caller to flag (job.event "integrity")."""
         notes, self.notes = self.notes, []
         return notes
 

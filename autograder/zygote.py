@@ -35,10 +35,10 @@ import traceback
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-TARGET = "autograder.worker:main"  # what a worker runs: main(Path(job_file)) (worker.py: the job protocol)
+TARGET = "autograder.worker:main"  # what a worker runs: main(Path(job_file)) (job.py: the job protocol)
 # What every grading worker imports (found by comparing sys.modules before and after a job): nbgrader,
 # and, through jupyter_client's kernel spec lookup and nbgrader's gradebook, IPython, ipykernel and sqlite
-BASE = ("autograder.grading", "autograder.worker", "autograder.preprocessors", "nbgrader.apps", "nbgrader.coursedir",
+BASE = ("autograder.grading", "autograder.job", "autograder.worker", "autograder.preprocessors", "nbgrader.apps", "nbgrader.coursedir",
         "IPython", "IPython.core.debugger", "ipykernel.kernelspec", "sqlite3", "sqlalchemy.dialects.sqlite")
 
 

@@ -23,7 +23,7 @@ from .grades import WITHHELD
 from ..sandbox.limits import Limits
 from ..course import lesson_notebook
 from ..nbrun import UNREADABLE, SlicedWaits
-from ..worker import HANG, STARVED, event, record_kernel
+from ..job import HANG, STARVED, event, record_kernel
 
 
 def error_output(ename, evalue):

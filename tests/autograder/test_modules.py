@@ -92,3 +92,40 @@ def test_course_paths_are_nbgraders_layout_and_built_in_one_place(tmp_path):
     found = [f"{p.relative_to(package)}:{n}" for p in package.rglob("*.py") if p.name != "course.py"
              for n, line in enumerate(p.read_text().splitlines(), 1) if by_hand.search(line)]
     assert not found, f"course paths built by hand (use autograder.course's helpers): {found}"
+
+
+def _imports(path):
+    """The modules a file imports (relative imports resolved inside autograder/)."""
+    package = path.relative_to(REPO).parent.as_posix().replace("/", ".")
+    found = set()
+    for node in ast.walk(ast.parse(path.read_text())):
+        if isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                parts = package.split(".")
+                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            found |= {base} | {f"{base}.{a.name}" for a in node.names}
+        elif isinstance(node, ast.Import):
+            found |= {a.name for a in node.names}
+    return found
+
+
+def test_no_preprocessor_imports_the_grading_run():
+    """The preprocessors run inside a worker; they speak the job's protocol (job.py), never the run's modules."""
+    run = {"autograder.grading", "autograder.worker", "autograder.zygote", "autograder.cluster"}
+    for path in (REPO / "autograder" / "preprocessors").glob("*.py"):
+        assert not _imports(path) & run, (path.name, _imports(path) & run)
+
+
+def test_the_jobs_files_and_variable_are_spelled_in_job_py_only():
+    names = ('"job.json"', '"events.txt"', '"kernels.txt"', '"result.json"', '"worker.log"', '"AUTOGRADER_EVENTS"')
+    for path in (REPO / "autograder").rglob("*.py"):
+        if path.name != "job.py":
+            text = path.read_text()
+            assert not [n for n in names if n in text], (path.name, [n for n in names if n in text])
+
+
+def test_job_py_is_a_leaf():
+    """The standard library only: the parent and the worker's preprocessors both read it."""
+    assert not {m for m in _imports(REPO / "autograder" / "job.py") if m.split(".")[0] in ("autograder", "nbgrader",
+                                                                                         "torch", "jupyter_client")}

@@ -458,16 +458,16 @@ def test_a_hostile_kernel_leaves_the_victim_beside_it_with_its_grade(settings, t
 
 @pytest.mark.parametrize("hangs, success", [(0, True), (1, True), (2, False)])
 def test_a_hang_is_graded_again_once_and_never_scored_as_the_students(monkeypatch, tmp_path, hangs, success):
-    from autograder import worker
-    events = tmp_path / "events.txt"
-    monkeypatch.setenv("AUTOGRADER_EVENTS", str(events))
+    from autograder import job, worker
+    events = job.JobFolder(tmp_path).events
+    monkeypatch.setenv(job.EVENTS_ENV, str(events))
     runs = []
 
     def fake_work(job):
         runs.append(job)
-        worker.event("timeout", "cell 3 timed out: no reply")
+        job.event("timeout", "cell 3 timed out: no reply")
         if len(runs) <= hangs:
-            worker.event(worker.HANG, "cell 3 never started: the kernel sat idle and no reply came")
+            job.event(job.HANG, "cell 3 never started: the kernel sat idle and no reply came")
         return {"success": True, "error": "", "log": ""}
 
     monkeypatch.setattr(worker, "work", fake_work)
@@ -477,8 +477,8 @@ def test_a_hang_is_graded_again_once_and_never_scored_as_the_students(monkeypatc
         assert "the grader's fault, not the student's" in outcome["error"] and "cell 3" in outcome["error"]
     if hangs:
         assert (tmp_path / "events-hung.txt").exists()
-        first = worker.read_events(events)[0]
-        assert first.kind == worker.HANG and first.startswith("graded again in a fresh kernel")
+        first = job.read_events(events)[0]
+        assert first.kind == job.HANG and first.startswith("graded again in a fresh kernel")
 
 
 DROP_NEXT_REQUEST = """_k = get_ipython().kernel

@@ -1,49 +1,49 @@
-"""The job protocol between a grading worker and the parent (autograder/worker.py): events are records
+"""The job protocol between a grading worker and the parent (autograder/job.py): events are records
 with a kind, kernel-chosen words cannot forge or hide one, and the parent flags by kind."""
 import json
 
 import pytest
 
-from autograder import worker
+from autograder import job
 from autograder.grading import flag_for
 
 
 @pytest.fixture
 def events(tmp_path, monkeypatch):
     path = tmp_path / "events.txt"
-    monkeypatch.setenv("AUTOGRADER_EVENTS", str(path))
+    monkeypatch.setenv(job.EVENTS_ENV, str(path))
     return path
 
 
 def test_kernel_text_with_a_newline_cannot_forge_a_second_event(events):
     message = 'ValueError raised\nhang: cell 3 never started\n{"kind": "hang", "text": "x"}'
-    worker.event("grader", f"the grader could not run test cell t ({message})")
-    found = worker.read_events(events)
+    job.event("grader", f"the grader could not run test cell t ({message})")
+    found = job.read_events(events)
     assert [e.kind for e in found] == ["grader"] and len(events.read_text().splitlines()) == 1
     assert "\n" not in found[0] and "hang: cell 3" in found[0]       # quoted, on one line, harmless
 
 
 def test_event_text_is_stripped_of_control_characters_and_capped(events):
-    worker.event("integrity", "np.allclose: \x1b[31mred\x00\u2028" + "x" * 2000)
-    (found,) = worker.read_events(events)
-    assert found.startswith("np.allclose: ") and "red" in found and len(found) == worker.MAX_EVENT_CHARS
+    job.event("integrity", "np.allclose: \x1b[31mred\x00\u2028" + "x" * 2000)
+    (found,) = job.read_events(events)
+    assert found.startswith("np.allclose: ") and "red" in found and len(found) == job.MAX_EVENT_CHARS
     assert not any(ord(c) < 32 or c == "\u2028" for c in found)
 
 
 def test_an_unknown_kind_is_refused_and_a_malformed_line_is_skipped(events):
     with pytest.raises(ValueError, match="unknown event kind"):
-        worker.event("hang:", "cell 1")
+        job.event("hang:", "cell 1")
     events.write_text("hang: an old-style line\n" + json.dumps({"kind": "nonsense", "text": "x"}) + "\n"
                       + json.dumps({"kind": "timeout", "text": "cell 2 timed out"}) + "\n")
-    assert [(e.kind, str(e)) for e in worker.read_events(events)] == [("timeout", "cell 2 timed out")]
+    assert [(e.kind, str(e)) for e in job.read_events(events)] == [("timeout", "cell 2 timed out")]
 
 
 def test_the_parent_flags_by_kind_and_a_grader_side_failure_is_flagged_for_review(events):
-    worker.event("grader", "the grader could not run test cell test_softmax (no readable answer)")
-    worker.event("runtime", "the kernel died in cell 7 (os._exit, a crash, or a resource limit)")
-    worker.event("timeout", "cell 4 timed out after 30 s")
-    worker.event("integrity", "np.allclose was replaced")
-    flags = [flag_for(e) for e in worker.read_events(events) if e.kind in worker.FLAGGED]
+    job.event("grader", "the grader could not run test cell test_softmax (no readable answer)")
+    job.event("runtime", "the kernel died in cell 7 (os._exit, a crash, or a resource limit)")
+    job.event("timeout", "cell 4 timed out after 30 s")
+    job.event("integrity", "np.allclose was replaced")
+    flags = [flag_for(e) for e in job.read_events(events) if e.kind in job.FLAGGED]
     assert flags == ["grader: the grader could not run test cell test_softmax (no readable answer)",
                      "runtime: the kernel died in cell 7 (os._exit, a crash, or a resource limit) (later cells not run)",
                      "integrity: np.allclose was replaced"]
@@ -52,5 +52,5 @@ def test_the_parent_flags_by_kind_and_a_grader_side_failure_is_flagged_for_revie
 def test_an_event_survives_pickling_with_its_kind():
     """A Result carries its events back from a Dask worker, pickled."""
     import pickle
-    event = pickle.loads(pickle.dumps(worker.Event("runtime", "the kernel died in cell 2")))
-    assert event == "the kernel died in cell 2" and event.kind == "runtime" and type(event) is worker.Event
+    event = pickle.loads(pickle.dumps(job.Event("runtime", "the kernel died in cell 2")))
+    assert event == "the kernel died in cell 2" and event.kind == "runtime" and type(event) is job.Event
