@@ -43,15 +43,15 @@ from .syntax import parse
 __all__ = ["code_flags", "flag_submission", "parse", "structure_flags", "test_helpers"]
 
 
-def flag_submission(submitted_nb, source_nb, release_nb=None):
+def flag_submission(submitted_nb, source_nb, release_nb=None, restored_ids=None):
     """Every flag for one submitted notebook, as one-line messages.
 
     source_nb: the instructor version; release_nb: the student version as released (its
-    cells are provided code too).
+    cells are provided code too); restored_ids: the grade ids the graded copy holds once its metadata is restored.
     """
     unchanged = {s.strip() for nb in (source_nb, release_nb) if nb is not None for s in _sources(nb)}
     student_code = [s for s in _sources(submitted_nb) if s.strip() not in unchanged]
-    return structure_flags(submitted_nb, source_nb) + code_flags(student_code, test_helpers(source_nb))
+    return structure_flags(submitted_nb, source_nb, restored_ids) + code_flags(student_code, test_helpers(source_nb))
 
 
 def _sources(nb):
