@@ -43,7 +43,7 @@ import json
 import secrets
 
 from . import cells
-from .flags import parse  # a cell's AST as IPython runs it; None when it does not parse
+from .cell_code import parse  # a cell's AST as IPython runs it; None when it does not parse
 
 BUILTINS = ("abs all any bool callable compile dict enumerate eval exec float getattr hasattr id int isinstance "
             "issubclass iter len list max min next range repr round setattr sorted str sum tuple type zip "

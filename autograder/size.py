@@ -101,7 +101,7 @@ def check(course_root, lesson, student):
 
     Raises ValueError (its message starts with "size:") for a notebook too large to be graded at all.
     """
-    from .collect import write_atomic
+    from .files import write_atomic
     path = step_notebook(course_root, "submitted", lesson, student)
     keep = Path(course_root, TRIMMED, student, lesson)
     size = path.stat().st_size

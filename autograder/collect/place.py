@@ -1,17 +1,16 @@
 """Placing a chosen file into submitted/, collect.json (written atomically), the gradebook's students,
 and export's summary of what was not placed."""
-import contextlib
 import hashlib
 import json
 import os
 import shutil
-import tempfile
 import zipfile
 import zlib
 from datetime import datetime, timezone
 from pathlib import Path
 
 from ..course import step_folder, step_notebook
+from ..files import write_atomic  # noqa: F401 (collect writes every file this way)
 from ..mdsafe import md_code
 from . import limits
 from .entries import NOT_OPENED, chunks, shown
@@ -34,35 +33,6 @@ def load_manifest(path, out):
         out.notes.append(f"{path.name} could not be read ({type(e).__name__}: {str(e)[:100]}): kept as {aside.name}, "
                          f"and a new one started (earlier runs' 'not placed' lists are in it)")
         return {}
-
-
-def write_atomic(path, data, chunks=()):
-    """Write `data` (then each of `chunks`) to `path` so that a crash leaves the old file or the new one, whole.
-
-    A temporary file in the same folder is written, flushed to disk (fsync) and renamed over `path`
-    (os.replace is atomic on POSIX); the folder is synced so that the rename itself survives a crash.
-    """
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".partial", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            for chunk in chunks:
-                f.write(chunk)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    with contextlib.suppress(OSError):
-        folder = os.open(path.parent, os.O_RDONLY | os.O_DIRECTORY)
-        try:
-            os.fsync(folder)
-        finally:
-            os.close(folder)
 
 
 def _file_digest(path):

@@ -129,3 +129,13 @@ def test_job_py_is_a_leaf():
     """The standard library only: the parent and the worker's preprocessors both read it."""
     assert not {m for m in _imports(REPO / "autograder" / "job.py") if m.split(".")[0] in ("autograder", "nbgrader",
                                                                                          "torch", "jupyter_client")}
+
+
+def test_four_modules_keep_to_their_room():
+    """Rules a reader assumes: feedback does not import the run, the integrity check not the static flags, the size
+    check not collect (each reads a leaf instead: settings, cell_code, files)."""
+    rules = {"feedback.py": {"autograder.grading"}, "integrity.py": {"autograder.flags"},
+             "size.py": {"autograder.collect"}}
+    for name, never in rules.items():
+        found = {m for m in _imports(REPO / "autograder" / name) if any(m == n or m.startswith(n + ".") for n in never)}
+        assert not found, (name, found)
