@@ -88,7 +88,7 @@ def build_parser():
     add_limit_arguments(p)
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="grade on a Dask cluster: tcp://HOST:8786 for a running scheduler, or local:N for a "
-                        "local cluster of N workers (needs the `cluster` extra; see the README, "
+                        "local cluster of N workers (needs the `cluster` extra; see docs/instructors.md, "
                         "'Grading a large class')")
     p.add_argument("--force", action="store_true",
                    help="regrade submissions already graded (default: skip those whose notebook is unchanged "

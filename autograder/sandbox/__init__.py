@@ -10,7 +10,7 @@ One job per module:
 - `probing`: which guarantees hold here (`probe`), said loudly when one does not;
 - `manager`: SandboxKernelManager, jupyter's kernel manager starting kernels through the launcher.
 
-launcher.py's docstring tells the whole story; the README's "What the sandbox guarantees" lists
+launcher.py's docstring tells the whole story; docs/instructors.md's "What the sandbox guarantees" lists
 each claim and the test that checks it.
 """
 from . import probing

@@ -25,7 +25,7 @@ directory that holds the connection file. The launcher, started as root by the g
 Run as an ordinary user, bubblewrap still gives the namespaces and the allow-list file system
 (through a user namespace), but every kernel runs as that user and no cgroup is made. Without
 bubblewrap, only the resource limits (and, as root, the separate uid and the cgroups) hold.
-`probe` (probing.py) finds out which of these work here and says loudly what does not hold; the README's
+`probe` (probing.py) finds out which of these work here and says loudly what does not hold; docs/instructors.md's
 "What the sandbox guarantees" lists each claim and the test that checks it.
 
 The launcher uses only the standard library: it runs before anything is imported in the kernel. What the

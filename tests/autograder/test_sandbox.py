@@ -1,4 +1,4 @@
-"""The grading sandbox, claim by claim (README, "What the sandbox guarantees").
+"""The grading sandbox, claim by claim (docs/instructors.md, "What the sandbox guarantees").
 
 Each test starts real kernels through autograder.sandbox, as the grader does. The full sandbox
 needs root and bubblewrap: elsewhere these tests are skipped with the reason, except in CI
