@@ -41,7 +41,7 @@ class Submission:
 
 def build_report(course_root, lessons=None, log=print):
     """Write <course>/class_report/<lesson>.html for each graded lesson and index.html; returns the index."""
-    from nbgrader.api import Gradebook
+    from .gradebook import open_gradebook
 
     course_root = Path(course_root).resolve()
     out = course_root / FOLDER
@@ -49,7 +49,7 @@ def build_report(course_root, lessons=None, log=print):
     released = step_folder(course_root, "source", "x").parent
     lessons = lessons or (sorted(p.name for p in released.iterdir() if p.is_dir()) if released.is_dir() else [])
     summaries = []
-    with Gradebook(f"sqlite:///{course_root / 'gradebook.db'}") as gb:
+    with open_gradebook(course_root) as gb:
         for lesson in lessons:
             cells, submissions = _read_lesson(course_root, gb, lesson)
             if not submissions:

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 from . import grading, sandbox
-from .course import REPO, gradebook_path, step_folder, step_notebook, work_folder
+from .course import REPO, gradebook_path, sqlite_url, step_folder, step_notebook, work_folder
 from .gradebook import merge, record_failure
 from .job import JobFolder
 
@@ -76,7 +76,7 @@ def _template_gradebook(course_root, lesson, folder):
     from sqlalchemy import text
     path = Path(folder, f"{lesson}.db")
     shutil.copyfile(gradebook_path(course_root), path)
-    with Gradebook(f"sqlite:///{path}") as gb:
+    with Gradebook(sqlite_url(path)) as gb:
         for student in [s.id for s in gb.students]:
             gb.remove_student(student)
         gb.db.commit()
@@ -126,7 +126,7 @@ def apply_reply(course_root, reply):
     shard = JobFolder(work).gradebook
     shard.write_bytes(reply["gradebook"])
     result = grading.Result(**reply["result"])
-    result.score, result.max_score, result.pending = merge(f"sqlite:///{shard.resolve()}", course_root, lesson, student)
+    result.score, result.max_score, result.pending = merge(sqlite_url(shard), course_root, lesson, student)
     target = step_folder(course_root, "autograded", lesson, student)
     shutil.rmtree(target, ignore_errors=True)
     for name, data in reply["autograded"].items():

@@ -57,6 +57,11 @@ def gradebook_path(course_root):
     return Path(course_root, "gradebook.db")
 
 
+def sqlite_url(path):
+    """The SQLAlchemy URL of an SQLite file (nbgrader's db_url): the one place it is spelled."""
+    return f"sqlite:///{Path(path).resolve()}"
+
+
 def report_path(course_root, lesson, student):
     """What grading found for one submission (flags, events): <course>/reports/<lesson>/<student>.json."""
     return Path(course_root, REPORTS, lesson, f"{student}.json")

@@ -65,10 +65,10 @@ def grade_rows(gradebook, assignments=(), students=()):
 def export(course_root, out_dir, log=print):
     """grades.csv (nbgrader's columns) and summary.csv / summary.md (per question, flags) in out_dir,
     plus canvas.csv and moodle.csv; returns (grades.csv, summary.md)."""
-    from nbgrader.api import Gradebook
+    from .gradebook import open_gradebook
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
-    with Gradebook(f"sqlite:///{Path(course_root).resolve() / 'gradebook.db'}") as gb:
+    with open_gradebook(course_root) as gb:
         CourseCsvExportPlugin(to=str(out_dir / "grades.csv")).export(gb)
         export_lms(gb, out_dir, log)  # canvas.csv, moodle.csv
         questions = _questions(gb)

@@ -5,7 +5,8 @@ submission into the course gradebook, `record_failure` enters a submission that 
 graded, and `mark_flagged` sets nbgrader's own flag that formgrader shows.
 """
 import warnings
-from pathlib import Path
+
+from .course import gradebook_path, sqlite_url
 
 
 def open_gradebook(course_root_or_url):
@@ -13,7 +14,7 @@ def open_gradebook(course_root_or_url):
     from nbgrader.api import Gradebook
     url = str(course_root_or_url)
     if not url.startswith("sqlite:"):
-        url = f"sqlite:///{Path(url).resolve() / 'gradebook.db'}"
+        url = sqlite_url(gradebook_path(url))
     return Gradebook(url)
 
 

@@ -47,7 +47,7 @@ import nbformat
 
 from . import cells, sandbox, verdicts, zygote
 from .course import (REPO, gradebook_path, report_path, step_folder, step_folders, step_notebook, step_root,
-                     work_folder)
+                     sqlite_url, work_folder)
 from .flags import flag_submission
 from .gradebook import mark_flagged, merge, record_failure
 from .restore import restore
@@ -128,7 +128,7 @@ class _Running:
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
         shutil.copyfile(gradebook_path(course_root), self.folder.gradebook)
-        self.db_url = f"sqlite:///{self.folder.gradebook.resolve()}"
+        self.db_url = sqlite_url(self.folder.gradebook)
         job = dict(course=str(Path(course_root).resolve()), lesson=lesson, student=student, db_url=self.db_url,
                    limits=limits.__dict__, sandbox=settings)
         self.folder.job.write_text(json.dumps(job))

@@ -90,10 +90,10 @@ def place(c, course_root, placed_before, source, out, log):
 def register(course_root, students, roster):
     """Enter every student in the gradebook: export then has a row for each in every lesson."""
     import warnings
-    from nbgrader.api import Gradebook
+    from ..gradebook import open_gradebook
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        with Gradebook(f"sqlite:///{Path(course_root).resolve() / 'gradebook.db'}") as gb:
+        with open_gradebook(course_root) as gb:
             for sid in students:
                 info = {k: v for k, v in roster.get(sid, {}).items() if k != "fields" and v}
                 gb.update_or_create_student(sid, **info)
