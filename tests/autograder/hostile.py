@@ -336,11 +336,15 @@ KERNEL_PATCHES = {
 }
 
 # Reads every file the kernel can open, and its own history, for hidden tests; prints what it found
-THIEF = """import base64 as _b64, glob as _glob, os as _os
+THIEF = """import base64 as _b64, glob as _glob, os as _os, site as _site, sys as _sys
 _texts = []
+# Python's own files are no loot (a venv kept under /tmp is mounted there, and reading it all killed the kernel)
+_python = tuple(_os.path.realpath(p) + _os.sep for p in {_sys.prefix, _sys.base_prefix, *_site.getsitepackages()})
 for _pattern in ('**/*', '/run/**/*', '/tmp/**/*', _os.path.expanduser('~') + '/**/*'):
     for _p in _glob.glob(_pattern, recursive=True):
         try:
+            if _os.path.realpath(_p).startswith(_python):
+                continue
             if _os.path.isfile(_p) and _os.path.getsize(_p) < 5_000_000:
                 _texts.append(open(_p, errors='replace').read())
         except OSError:
