@@ -454,7 +454,8 @@ class Session:
         forbidden, in_place, only = forbidden_now(), in_place_allowed_now(), launcher_only_now()
         meters = {"memory": measuring(), "work": counting()}
         asked = tuple(kind for kind, open_blocks in meters.items() if open_blocks)
-        outside = self.cgroup is not None and transport is self.transport and any(m.resident for m in meters["memory"])
+        seen = self.cgroup is not None and transport is self.transport  # the kernel's cgroup, read from here
+        outside = seen and any(m.resident for m in meters["memory"])
         asked += ("resident",) * outside  # the kernel's cgroup measures the call: no in-kernel watch to inflate it
         stand_ins = {name: _LendThis(part) for name, part in stand_ins_now().items()}
         try:
@@ -466,7 +467,7 @@ class Session:
         if transport is self.transport:
             self._grader_failure, self._launch_refusal, self._launch_timeout, self._launched = None, None, None, []
             self._work_meters = meters["work"]
-        watched = self.cgroup is not None and transport is self.transport and bool(forbidden or meters["memory"])
+        watched = seen and bool(forbidden or meters["memory"])
         if watched:
             self._other_processes(label, forbidden)
         window = self.cgroup.start() if outside else None
