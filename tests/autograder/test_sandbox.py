@@ -463,8 +463,8 @@ def test_a_hang_is_graded_again_once_and_never_scored_as_the_students(monkeypatc
     monkeypatch.setenv(job.EVENTS_ENV, str(events))
     runs = []
 
-    def fake_work(job):
-        runs.append(job)
+    def fake_work(submission):
+        runs.append(submission)
         job.event("timeout", "cell 3 timed out: no reply")
         if len(runs) <= hangs:
             job.event(job.HANG, "cell 3 never started: the kernel sat idle and no reply came")
