@@ -16,7 +16,8 @@ For each solutions/NN_*.ipynb (whatever lessons exist):
    picture, captured from the widget state of the run, with a note saying how to
    open the lesson live; point the Colab badge at the site's own copy of its image;
 4. refuse to go on if any line of a solution or of a hidden test is still in the page;
-5. build the HTML with Sphinx and MyST-NB (configuration in site/conf.py).
+5. add the manual's pages from docs/ (the instructor's manual, the design, the test suite);
+6. build the HTML with Sphinx and MyST-NB (configuration in site/conf.py).
 """
 import argparse
 import base64
@@ -43,6 +44,9 @@ NOTEBOOKS = REPO / "notebooks"
 SITE_CONFIG = REPO / "site"
 CACHE = REPO / "build" / "site-cache"
 COURSE_UTILS = REPO / "course_utils"
+DOCS = REPO / "docs"
+# the manual's pages, from docs/, in the order of the site's second table of contents
+MANUAL = ("instructors", "design", "testing")
 # bump when what a cached run contains changes (how notebooks are executed)
 RECIPE = "site-run-1"
 
@@ -314,11 +318,22 @@ jupyter lab notebooks/
 The explorers at the end of each lesson need a running kernel: here they show
 their first picture.
 
+Teaching with the course? The instructor's manual, at the end of the contents,
+takes you from the release to the grades; the design and the test suite's pages
+are for course authors.
+
 ```{{toctree}}
 :maxdepth: 1
 :caption: Lessons
 
 {entries}
+```
+
+```{{toctree}}
+:maxdepth: 1
+:caption: For instructors and course authors
+
+{manual}
 ```
 """
 
@@ -354,7 +369,10 @@ def prepare_sources(pages, src, fast):
     for lesson, nb in pages.items():
         write_if_changed(lessons_dir / f"{lesson}.ipynb", nbformat.writes(nb) + "\n")
     write_if_changed(lessons_dir / BADGE_IMAGE, (SITE_CONFIG / BADGE_IMAGE).read_text())
-    index = INDEX.format(entries="\n".join(f"lessons/{lesson}" for lesson in pages))
+    for name in MANUAL:
+        write_if_changed(src / "manual" / f"{name}.md", (DOCS / f"{name}.md").read_text())
+    index = INDEX.format(entries="\n".join(f"lessons/{lesson}" for lesson in pages),
+                         manual="\n".join(f"manual/{name}" for name in MANUAL))
     if fast:
         index = index.replace("a full run of the finished lesson", "a FAST-MODE run of the finished lesson "
                               "(its numbers are meaningless: a quick check of the site only)")

@@ -6,12 +6,14 @@ mode otherwise (build/site-fast/, a few minutes from cold). Checked:
 
 * every lesson in solutions/ has a page, the student's version of it: stubs,
   visible tests and their pass messages, figures, each explorer's first picture;
+* each page of the manual (docs/instructors.md, design.md, testing.md) is on the site
+  with every heading of its document;
 * no line of a solution body or of a hidden test is anywhere in the site
   (pages, search index, copies of notebooks), and the scan does find one planted;
 * no page names a resource on another host (scripts, styles, fonts, images);
 * in Chromium, served from localhost: every page loads with no console error and
   no request leaving localhost, every image loads, the math is typeset, the next /
-  previous links walk the lessons in order, and the search box finds a term of
+  previous links walk the lessons and the manual in order, and the search box finds a term of
   lesson 03. Screenshots go to test-artifacts/site/.
 
 `python -m tools.colab --from-origin`, which points the badges at a fork, is
@@ -122,6 +124,19 @@ def test_every_lesson_in_solutions_has_a_page(html_dir):
     for lesson in LESSONS:
         assert f'href="lessons/{lesson}.html"' in index, f"the index does not link {lesson}"
     assert ("FAST-MODE" in index) == (not FULL), "the index must say when its numbers come from fast mode"
+
+
+@pytest.mark.parametrize("name", site.MANUAL)
+def test_each_page_of_the_manual_is_on_the_site_with_every_heading_of_its_document(html_dir, name):
+    page = html_dir / "manual" / f"{name}.html"
+    assert page.exists(), f"docs/{name}.md has no page on the site"
+    assert f'href="manual/{name}.html"' in (html_dir / "index.html").read_text(), f"the index does not link {name}"
+    shown = readable_text(page)
+    headings = [line.lstrip("#").strip() for line in (REPO / "docs" / f"{name}.md").read_text().splitlines()
+                if re.match(r"#{1,4} ", line)]
+    assert headings, f"docs/{name}.md has no heading"
+    missing = [h for h in headings if html.unescape(h).replace("`", "") not in shown.replace("’", "'")]
+    assert missing == [], f"headings of docs/{name}.md not on its page: {missing}"
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
@@ -430,7 +445,8 @@ AXE = Path(__file__).with_name("axe-core-4.14.1.min.js")  # Deque's axe-core (MP
 
 
 @needs_browser
-@pytest.mark.parametrize("page", ["index"] + [f"lessons/{lesson}" for lesson in LESSONS])
+@pytest.mark.parametrize("page", ["index"] + [f"lessons/{lesson}" for lesson in LESSONS]
+                         + [f"manual/{name}" for name in site.MANUAL])
 def test_every_page_passes_axe_cores_wcag_a_and_aa_rules(visited, page):
     visit = visited(page)
     visit.page.add_script_tag(path=str(AXE))
@@ -439,12 +455,12 @@ def test_every_page_passes_axe_cores_wcag_a_and_aa_rules(visited, page):
 
 
 @needs_browser
-def test_next_and_previous_links_walk_the_lessons_in_order(chromium, served, artifacts):
+def test_next_and_previous_links_walk_the_lessons_and_the_manual_in_order(chromium, served, artifacts):
     visit = Visit(chromium, f"{served}/index.html")
     page = visit.page
     try:
         page.screenshot(path=str(artifacts / "index.png"))
-        order = ["index"] + [f"lessons/{lesson}" for lesson in LESSONS]
+        order = ["index"] + [f"lessons/{lesson}" for lesson in LESSONS] + [f"manual/{name}" for name in site.MANUAL]
         # each link is followed as soon as its page's links exist (DOMContentLoaded): loading every page in full
         # (images, MathJax's typesetting) is the lesson pages' own test; waiting for it here made the walk 33 s, not 21
         for here, there in zip(order, order[1:]):  # forward with "next", as a reader clicks
