@@ -40,7 +40,7 @@ import shutil
 import signal
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import nbformat
@@ -53,7 +53,7 @@ from .gradebook import mark_flagged, merge, record_failure
 from .restore import restore
 from .sandbox import sandbox_settings  # noqa: F401 (the public API)
 from .settings import HARD_LIMIT_GRACE_S, Limits, grading_config  # noqa: F401 (the public API: grading_config)
-from .job import FLAGGED, STARVED, JobFolder, read_events
+from .job import FLAGGED, STARVED, Job, JobFolder, read_events
 
 
 def flag_for(event):
@@ -120,6 +120,13 @@ def check_submission(course_root, lesson, student):
     return flags + [f"tamper: {change}" for change in tampered]
 
 
+def job_record(course_root, lesson, student, gradebook_url, limits, settings):
+    """The job.Job of one submission: each limit once, in `limits` (the worker gives the launcher its share)."""
+    launcher_limits = limits.for_the_sandbox()
+    return Job(course=str(Path(course_root).resolve()), lesson=lesson, student=student, gradebook_url=gradebook_url,
+               limits=asdict(limits), sandbox={k: v for k, v in settings.items() if k not in launcher_limits})
+
+
 class _Running:
     def __init__(self, course_root, lesson, student, limits, settings, threads, modules):
         self.result = Result(lesson, student)
@@ -129,9 +136,7 @@ class _Running:
         self.work.mkdir(parents=True)
         shutil.copyfile(gradebook_path(course_root), self.folder.gradebook)
         self.db_url = sqlite_url(self.folder.gradebook)
-        job = dict(course=str(Path(course_root).resolve()), lesson=lesson, student=student, db_url=self.db_url,
-                   limits=limits.__dict__, sandbox=settings)
-        self.folder.job.write_text(json.dumps(job))
+        self.folder.job.write_text(job_record(course_root, lesson, student, self.db_url, limits, settings).to_json())
         env = {**os.environ, **self.folder.environment(),
                "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # N kernels share the cores, unless told otherwise

@@ -6,7 +6,8 @@ protocol; each file has one writer, and `JobFolder` is the only place their name
 
 | file          | written by             | holds                                                         |
 |---------------|------------------------|---------------------------------------------------------------|
-| `job.json`    | parent, before         | course, lesson, student, shard gradebook URL, limits, sandbox |
+| `job.json`    | parent, before         | the `Job`: course, lesson, student, shard gradebook URL,      |
+|               |                        | limits (the only copy), the sandbox's features                |
 | `gradebook.db`| parent, then nbgrader  | a private copy of the course gradebook (the shard)            |
 | `events.txt`  | worker (`event`)       | one JSON record per line, {"kind", "text"}: what happened     |
 |               |                        | (EVENT_KINDS); the parent reads them with `read_events` and   |
@@ -21,6 +22,7 @@ function's name): it is stripped of control characters and capped (`clean`), and
 the record's kind, never by its words, so no kernel text can forge or hide an event. A leaf: the standard
 library only, so that the preprocessors in the worker and the parent both read it.
 """
+import dataclasses
 import json
 import os
 import re
@@ -51,6 +53,25 @@ class JobFolder:
         """The folder of the job this process grades (from EVENTS_ENV), or None outside a grading job."""
         events = os.environ.get(EVENTS_ENV)
         return cls(Path(events).parent) if events else None
+
+
+@dataclasses.dataclass(frozen=True)
+class Job:
+    """One grading job, as the parent writes it to job.json and the worker reads it."""
+    course: str          # the course directory, absolute
+    lesson: str
+    student: str
+    gradebook_url: str   # the shard: a private copy of the course gradebook (JobFolder.gradebook)
+    limits: dict         # sandbox/limits.py's Limits as a dict: the only copy of each limit
+    sandbox: dict        # the sandbox's features as probed (policy.sandbox_settings) without the limits
+
+    def to_json(self):
+        return json.dumps(dataclasses.asdict(self))
+
+    @classmethod
+    def from_json(cls, text):
+        record = json.loads(text)
+        return cls(**{field.name: record[field.name] for field in dataclasses.fields(cls)})
 
 
 HANG = "hang"  # a kernel that stopped answering (see worker.work_retrying_a_hang)

@@ -4,18 +4,23 @@ import os
 import sys
 from pathlib import Path
 
-from .job import EVENTS_ENV, HANG, JobFolder, event, read_events
+from .job import EVENTS_ENV, HANG, Job, JobFolder, event, read_events
+
+
+def sandbox_settings(job):
+    """The launcher's settings: the job's sandbox features and its share of the job's limits."""
+    from .settings import Limits
+    return {**job.sandbox, **Limits(**job.limits).for_the_sandbox()}
 
 
 def work(job):
-    """Autograde one submission into the shard gradebook named in `job`."""
+    """Autograde one submission (a job.Job) into its shard gradebook."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
     from .settings import Limits, grading_config
-    limits = Limits(**job["limits"])
-    config = grading_config(job["course"], job["db_url"], limits, job["sandbox"])
+    config = grading_config(job.course, job.gradebook_url, Limits(**job.limits), sandbox_settings(job))
     api = NbGraderAPI(CourseDirectory(config=config), config=config)
-    result = api.autograde(job["lesson"], job["student"], force=True, create=True)
+    result = api.autograde(job.lesson, job.student, force=True, create=True)
     return {"success": bool(result["success"]), "error": result.get("error") or "", "log": result.get("log") or ""}
 
 
@@ -40,7 +45,7 @@ def work_retrying_a_hang(job):
 def main(job_file):
     """The worker: grade the job in `job_file`, write result.json beside it."""
     folder = JobFolder(Path(job_file).parent)
-    outcome = work_retrying_a_hang(json.loads(folder.job.read_text()))
+    outcome = work_retrying_a_hang(Job.from_json(folder.job.read_text()))
     folder.result.write_text(json.dumps(outcome))
 
 

@@ -54,3 +54,15 @@ def test_an_event_survives_pickling_with_its_kind():
     import pickle
     event = pickle.loads(pickle.dumps(job.Event("runtime", "the kernel died in cell 2")))
     assert event == "the kernel died in cell 2" and event.kind == "runtime" and type(event) is job.Event
+
+
+def test_job_json_holds_each_limit_once_and_the_worker_gives_the_launcher_what_the_parent_probed(tmp_path):
+    from autograder import grading, worker
+    limits = grading.Limits(memory_mb=1234, nproc=77, fsize_mb=9, notebook_timeout=45)
+    settings = {**grading.sandbox_settings(tmp_path, limits), "bwrap": False}  # as a probe may return it
+    text = grading.job_record(tmp_path, "01_x", "alice", "sqlite:///g.db", limits, settings).to_json()
+    for value in ("1234", "77"):
+        assert text.count(value) == 1, f"{value} appears {text.count(value)} times in job.json: {text}"
+    record = job.Job.from_json(text)
+    assert record.limits["memory_mb"] == 1234 and json.loads(text)["sandbox"]["bwrap"] is False
+    assert worker.sandbox_settings(record) == settings
