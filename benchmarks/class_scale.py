@@ -10,6 +10,7 @@ as before in about half the time per submission; tests/autograder/hostile.withou
 It prints, for each tenth of the class in the order the submissions finished, the wall seconds
 per submission, and the parent's peak resident memory (ru_maxrss) after each tenth: both should
 stay flat as the class and the gradebook grow (the gradebook merge does not slow down as it fills).
+Then it times `python -m autograder report` on the graded class (the class report's page for the lesson).
 It reports; it does not assert. Run it on a quiet machine.
 """
 import argparse
@@ -24,6 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 import nbformat  # noqa: E402
 
+from autograder.class_report import build_report  # noqa: E402
 from autograder.course import release  # noqa: E402
 from autograder.grading import Limits, grade  # noqa: E402
 from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, load  # noqa: E402
@@ -68,6 +70,10 @@ def main():
             end = chunk[-1][0]
             print(f"{k // tenth + 1:5d}  {len(chunk):11d}  {(end - previous) / len(chunk):12.2f}  {chunk[-1][1]:21.0f}")
             previous = end
+        start = time.monotonic()
+        page = build_report(root, [lesson], log=lambda *_: None).with_name(f"{lesson}.html")
+        print(f"class report of {len(results)} submissions: {time.monotonic() - start:.1f} s "
+              f"({page.stat().st_size / 1024:.0f} KB page)")
     finally:
         shutil.rmtree(root.parent, ignore_errors=True)
 

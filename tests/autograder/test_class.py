@@ -433,3 +433,51 @@ def test_the_class_hands_in_the_lesson_without_only_its_demonstrations():
     toy = nbformat.v4.new_notebook(cells=cells + [test])
     assert [c.source for c in without_demonstrations(toy, lesson).cells] == [
         "import numpy as np\nw = np.zeros(3)", "w[0] = 1.0", "total = w.sum()", "assert total == 1.0"]
+
+
+# ---------------------------------------------------------------- the class report of the whole graded class
+
+def _section(page, name):
+    """The failures table of one exercise on a class report page ('' when it lists none)."""
+    start = page.find(f"<h3><code>{html.escape(name)}</code>: ")
+    if start < 0:
+        return ""
+    ends = [i for i in (page.find("<h3>", start + 1), page.find("<h2>", start + 1)) if i > 0]
+    return page[start:min(ends)]
+
+
+def test_the_class_report_groups_every_failure_in_the_gradebook_lists_every_flag_and_shows_no_hidden_test(
+        graded_class):
+    from autograder.class_report import build_report
+    from autograder.gradebook import open_gradebook, pending
+    from tools import site
+    course = graded_class.course
+    index = build_report(course, log=lambda *_: None).read_text()
+    lessons = sorted({lesson for lesson, _ in graded_class.results})
+    with open_gradebook(course) as gb:
+        for lesson in lessons:
+            assert f'href="{lesson}.html"' in index, f"the report's index does not link {lesson}"
+            page = (course / "class_report" / f"{lesson}.html").read_text()
+            source = load(course / "source" / lesson / f"{lesson}.ipynb")
+            graded = [s for (l, s), r in graded_class.results.items() if l == lesson and r.status == "graded"]
+            for test_id in graded_test_ids(source):
+                points = next(c.metadata["nbgrader"]["points"] for c in source.cells if grade_id(c) == test_id)
+                scores = {}
+                for student in graded:
+                    g = gb.find_grade(test_id, lesson, lesson, student)
+                    if not pending(g):
+                        scores[student] = g.score
+                lost = sorted(s for s, score in scores.items() if score < points)
+                section = _section(page, test_id)
+                if not lost:
+                    assert section == "", f"{lesson} {test_id}: no one lost a point, yet the report lists failures"
+                    continue
+                assert f"{len(lost)} of {len(scores)} did not get full marks" in section, (lesson, test_id, lost)
+                named = re.findall(r'(?:<td>|, )([^<>,]+?) \(<a href="\.\./reports/', section)
+                assert sorted(html.unescape(n) for n in named) == lost, (lesson, test_id, lost, named)
+            flags = page[page.index("<h2>Flags for review"):page.index("<h2>Not graded")]
+            for (l, student), r in graded_class.results.items():
+                for flag in r.flags if l == lesson else []:
+                    assert html.escape(flag[:400]) in flags, f"{lesson} {student}: flag {flag[:80]!r} not on the report"
+            hidden = [line for c in load(SOLUTIONS / f"{lesson}.ipynb").cells for line in cells.secret_lines(c.source)]
+            assert hidden and site.leaked_lines(html.unescape(page), hidden) == [], f"{lesson}: a hidden test line"
