@@ -1,9 +1,9 @@
 """The nbgrader course directory built from solutions/, and the release step."""
+import copy
 import functools
 import shutil
 from pathlib import Path
 
-from traitlets.config import Config
 from traitlets.config.loader import PyFileConfigLoader
 
 REPO = Path(__file__).resolve().parent.parent
@@ -25,7 +25,7 @@ REPORTS = "reports"  # the grader's own folder: <course>/reports/<lesson>/<stude
 @functools.lru_cache(maxsize=1)
 def _layout():
     from nbgrader.coursedir import CourseDirectory
-    return CourseDirectory()  # nbgrader's defaults: {nbgrader_step}/{student_id}/{assignment_id}, step folder names
+    return CourseDirectory(config=load_config("."))  # the course's configuration, as nbgrader's converters read it
 
 
 def step_folder(course_root, step, lesson, student="."):
@@ -77,9 +77,14 @@ def work_folder(course_root, lesson, student):
     return Path(course_root, ".grading", lesson, student)
 
 
+@functools.lru_cache(maxsize=1)
+def _config_file():
+    return PyFileConfigLoader(CONFIG_FILE.name, path=str(CONFIG_FILE.parent)).load_config()
+
+
 def load_config(course_root):
-    """The course's nbgrader config with its root set to `course_root`."""
-    config = Config(PyFileConfigLoader(CONFIG_FILE.name, path=str(CONFIG_FILE.parent)).load_config())
+    """The course's nbgrader config (autograder/nbgrader_config.py) with its root set to `course_root`."""
+    config = copy.deepcopy(_config_file())  # each caller changes its own copy (limits, gradebook URL)
     config.CourseDirectory.root = str(Path(course_root).resolve())
     return config
 
