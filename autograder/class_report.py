@@ -260,6 +260,7 @@ def _lesson_page(lesson, items, submissions):
     scores_png, rates_png = _figures(submissions, items)
     mean = statistics.fmean([s.score for s in graded]) if graded else 0
     top = max((s.max_score for s in graded), default=0)
+    hardest_first = sorted(items, key=lambda i: (i["rate"] is None, i["rate"] or 0))
     parts = [f"<h1>Class report: {e(lesson)}</h1>",
              f"<p>{len(submissions)} submission(s), {len(graded)} graded; mean score {mean:.1f} of {top:g}. "
              "Written from the gradebook, the grader's reports and the autograded notebooks; failure messages are "
@@ -270,67 +271,88 @@ def _lesson_page(lesson, items, submissions):
              "<h2>Exercises, hardest first</h2>",
              f'<img src="data:image/png;base64,{rates_png}" alt="Bar chart of the share of graded submissions with '
              f'full marks on each exercise of {e(lesson)}, hardest first (the same figures as the table below).">',
-             "<table><caption>Each exercise (test cell): pass rate, mean score, and item statistics</caption>"
-             '<tr><th scope="col">exercise</th><th scope="col">points</th><th scope="col">full marks</th>'
-             '<th scope="col">pass rate</th><th scope="col">mean score</th><th scope="col">point-biserial r</th>'
-             '<th scope="col">pending</th></tr>']
-    for i in sorted(items, key=lambda i: (i["rate"] is None, i["rate"] or 0)):
-        parts.append(f"<tr><td><code>{e(i['name'])}</code></td><td class=n>{i['points']:g}</td>"
-                     f"<td class=n>{i['passed']} of {i['n']}</td>"
-                     f"<td class=n>{_percent(i['rate'])}</td><td class=n>{_percent(i['mean'])}</td>"
-                     f"<td class=n>{'-' if i['r'] is None else format(i['r'], '.2f')}</td>"
-                     f"<td class=n>{len(i['pending'])}</td></tr>")
-    parts.append("</table><p class=why>The <em>pass rate</em> is the item's difficulty (the share of graded "
-                 "submissions with full marks on it). The <em>point-biserial r</em> says how well the exercise "
-                 "separates strong from weak submissions: the correlation between passing it and the score on the "
-                 "rest of the lesson (near 0: it does not separate them; above 0.3: it does; below 0: weak "
-                 "submissions pass it more often than strong ones, worth a look at the exercise or its tests).</p>")
-    parts.append("<h2>What the class got wrong, by exercise</h2>")
-    for i in sorted(items, key=lambda i: (i["rate"] is None, i["rate"] or 0)):
-        failed = i["n"] - i["passed"]
-        if not failed:
-            continue
-        parts.append(f"<h3><code>{e(i['name'])}</code>: {failed} of {i['n']} did not get full marks</h3>"
-                     '<table><tr><th scope="col">students</th><th scope="col">the check that failed (one student\'s '
-                     'message)</th><th scope="col">who</th></tr>')
-        for group in i["groups"]:
-            student, error, message = group[0]
-            share = 100 * len(group) / i["n"]
-            variants = sorted({(m, s) for s, _, m in group})
-            others = {m: s for m, s in variants if m != message}
-            more = "" if not others else (
-                f"<details><summary>{len(others)} other wording(s) of this check</summary><ul>"
-                + "".join(f"<li>{e(m)} ({e(s)})</li>" for m, s in list(others.items())[:5]) + "</ul></details>")
-            parts.append(f"<tr><td class=n>{len(group)} ({share:.0f}%)</td><td>{e(error) + ': ' if error else ''}"
-                         f"{e(message)}{more}</td><td>{_student_links(lesson, sorted(s for s, _, _ in group))}</td></tr>")
-        parts.append("</table>")
+             _exercise_table(hardest_first),
+             "<h2>What the class got wrong, by exercise</h2>",
+             *[_failures_of(lesson, i) for i in hardest_first if i["n"] > i["passed"]],
+             _flags_section(lesson, submissions),
+             _waiting_section(lesson, submissions),
+             _time_section(submissions)]
+    return _page(f"Class report: {lesson}", "\n".join(parts))
+
+
+def _exercise_table(items):
+    e = html.escape
+    rows = [f"<tr><td><code>{e(i['name'])}</code></td><td class=n>{i['points']:g}</td>"
+            f"<td class=n>{i['passed']} of {i['n']}</td>"
+            f"<td class=n>{_percent(i['rate'])}</td><td class=n>{_percent(i['mean'])}</td>"
+            f"<td class=n>{'-' if i['r'] is None else format(i['r'], '.2f')}</td>"
+            f"<td class=n>{len(i['pending'])}</td></tr>" for i in items]
+    return ("<table><caption>Each exercise (test cell): pass rate, mean score, and item statistics</caption>"
+            '<tr><th scope="col">exercise</th><th scope="col">points</th><th scope="col">full marks</th>'
+            '<th scope="col">pass rate</th><th scope="col">mean score</th><th scope="col">point-biserial r</th>'
+            '<th scope="col">pending</th></tr>' + "".join(rows) +
+            "</table><p class=why>The <em>pass rate</em> is the item's difficulty (the share of graded "
+            "submissions with full marks on it). The <em>point-biserial r</em> says how well the exercise "
+            "separates strong from weak submissions: the correlation between passing it and the score on the "
+            "rest of the lesson (near 0: it does not separate them; above 0.3: it does; below 0: weak "
+            "submissions pass it more often than strong ones, worth a look at the exercise or its tests).</p>")
+
+
+def _failures_of(lesson, item):
+    """One exercise's failures: a row per check that failed, with one student's message and who."""
+    e = html.escape
+    parts = [f"<h3><code>{e(item['name'])}</code>: {item['n'] - item['passed']} of {item['n']} did not get full "
+             'marks</h3><table><tr><th scope="col">students</th><th scope="col">the check that failed (one '
+             'student\'s message)</th><th scope="col">who</th></tr>']
+    for group in item["groups"]:
+        student, error, message = group[0]
+        share = 100 * len(group) / item["n"]
+        others = {m: s for m, s in sorted({(m, s) for s, _, m in group}) if m != message}
+        more = "" if not others else (
+            f"<details><summary>{len(others)} other wording(s) of this check</summary><ul>"
+            + "".join(f"<li>{e(m)} ({e(s)})</li>" for m, s in list(others.items())[:5]) + "</ul></details>")
+        parts.append(f"<tr><td class=n>{len(group)} ({share:.0f}%)</td><td>{e(error) + ': ' if error else ''}"
+                     f"{e(message)}{more}</td><td>{_student_links(lesson, sorted(s for s, _, _ in group))}</td></tr>")
+    return "".join(parts) + "</table>"
+
+
+def _flags_section(lesson, submissions):
+    e = html.escape
     flags = defaultdict(list)
     for s in submissions:
         for f in s.flags:
             kind = f.split(":", 1)[0].strip()
             flags[kind if kind in FLAG_KINDS else "other"].append((s.student, f))
-    parts.append(f"<h2>Flags for review ({sum(len(v) for v in flags.values())})</h2>")
+    parts = [f"<h2>Flags for review ({sum(len(v) for v in flags.values())})</h2>"]
     if not flags:
         parts.append("<p>No submission was flagged.</p>")
     for kind in sorted(flags, key=lambda k: -len(flags[k])):
         parts.append(f"<h3><code>{e(kind)}</code>: {len({s for s, _ in flags[kind]})} student(s)</h3><ul>")
-        for student, text in flags[kind]:
-            parts.append(f"<li>{_student_links(lesson, [student])}: {e(text[:400])}</li>")
+        parts += [f"<li>{_student_links(lesson, [student])}: {e(text[:400])}</li>" for student, text in flags[kind]]
         parts.append("</ul>")
+    return "\n".join(parts)
+
+
+def _waiting_section(lesson, submissions):
+    e = html.escape
     not_graded = [s for s in submissions if s.status != "graded"]
     waiting = [s for s in submissions if s.pending]
-    parts.append(f"<h2>Not graded ({len(not_graded)}) and pending manual grading ({len(waiting)})</h2><ul>")
+    parts = [f"<h2>Not graded ({len(not_graded)}) and pending manual grading ({len(waiting)})</h2><ul>"]
     parts += [f"<li>{_student_links(lesson, [s.student])}: {e(s.status)}</li>" for s in not_graded]
     parts += [f"<li>{_student_links(lesson, [s.student])}: waits for a score in formgrader on "
               f"{', '.join(f'<code>{e(c)}</code>' for c in s.pending)}</li>" for s in waiting]
     parts.append("</ul>" if not_graded or waiting else "<li>none</li></ul>")
+    return "\n".join(parts)
+
+
+def _time_section(submissions):
     times = sorted((s.seconds, s.student) for s in submissions if isinstance(s.seconds, (int, float)))
-    if times:
-        values = [t for t, _ in times]
-        parts.append(f"<h2>Grading time</h2><p>{len(values)} submission(s): median {statistics.median(values):.0f} s, "
-                     f"longest {values[-1]:.0f} s, {sum(values) / 60:.1f} min in all. Slowest: "
-                     + ", ".join(f"{e(student)} ({t:.0f} s)" for t, student in times[::-1][:5]) + ".</p>")
-    return _page(f"Class report: {lesson}", "\n".join(parts))
+    if not times:
+        return ""
+    values = [t for t, _ in times]
+    return (f"<h2>Grading time</h2><p>{len(values)} submission(s): median {statistics.median(values):.0f} s, "
+            f"longest {values[-1]:.0f} s, {sum(values) / 60:.1f} min in all. Slowest: "
+            + ", ".join(f"{html.escape(student)} ({t:.0f} s)" for t, student in times[::-1][:5]) + ".</p>")
 
 
 def _index_page(summaries):
