@@ -182,6 +182,10 @@ def _elements(mask, ptrs):
     return int(np.count_nonzero(np.broadcast_to(mask.data, ptrs.data.shape)))
 
 
+_COUNTED = ("create_masked_load", "create_masked_store", "create_dot", "set_grid_idx", "create_atomic_rmw",
+            "create_atomic_cas", "create_descriptor_gather", "create_descriptor_scatter")
+
+
 def _install():
     """Route the interpreter's loads, stores, tile products, programs and launches to the innermost block."""
     from triton.runtime import interpreter
@@ -189,19 +193,31 @@ def _install():
 
     _interpret_device_calls()
     builder, executor = interpreter.InterpreterBuilder, interpreter.GridExecutor
-    names = [(builder, n) for n in ("create_masked_load", "create_masked_store", "create_dot", "set_grid_idx")]
-    atomics = ("create_atomic_rmw", "create_atomic_cas", "create_descriptor_gather", "create_descriptor_scatter")
-    _PATCHED.update({(owner, n): owner.__dict__[n] for owner, n in names + [(builder, n) for n in atomics] +
-                     [(executor, "__call__"), (JITFunction, "run")]})
-    load, store, dot, set_grid_idx = (_PATCHED[key] for key in names)
+    _PATCHED.update({(builder, n): builder.__dict__[n] for n in _COUNTED})
+    _PATCHED[(executor, "__call__")] = executor.__dict__["__call__"]
+    _PATCHED[(JITFunction, "run")] = JITFunction.__dict__["run"]
+    for name, counted in _counting({n: _PATCHED[(builder, n)] for n in _COUNTED}).items():
+        setattr(builder, name, counted)
     launch = _PATCHED[(executor, "__call__")]
 
-    rmw, cas, gather, scatter = (_PATCHED[(builder, n)] for n in atomics)
+    def counted_launch(self, *args, **kwargs):
+        _add_to_open(launches=1)
+        return launch(self, *args, **kwargs)
 
-    def add(**counts):  # to every open block: a block opened inside another (the student's own) hides nothing
-        for work in _ACTIVE:
-            for name, value in counts.items():
-                _add(work, name, value)
+    executor.__call__, JITFunction.run = counted_launch, _interpreted_run  # a compiled kernel (GPU): interpreted
+
+
+def _add_to_open(**counts):
+    """Add to every open block: a block opened inside another (the student's own) hides nothing."""
+    for work in _ACTIVE:
+        for name, value in counts.items():
+            _add(work, name, value)
+
+
+def _counting(original):
+    """{builder method: the method counting what it moves or computes}, around original[name]."""
+    load, store, dot, set_grid_idx, rmw, cas, gather, scatter = (original[n] for n in _COUNTED)
+    add = _add_to_open
 
     def counted_load(self, ptrs, mask, other, *args, **kwargs):
         result = load(self, ptrs, mask, other, *args, **kwargs)
@@ -211,6 +227,17 @@ def _install():
     def counted_store(self, ptrs, value, mask, *args, **kwargs):
         add(stores=1, bytes_stored=_elements(mask, ptrs) * _itemsize(value))
         return store(self, ptrs, value, mask, *args, **kwargs)
+
+    def counted_dot(self, a, b, *args, **kwargs):
+        batch = 1
+        for n in a.data.shape[:-2]:
+            batch *= int(n)
+        add(dot_flops=2 * a.data.shape[-2] * a.data.shape[-1] * b.data.shape[-1] * batch)
+        return dot(self, a, b, *args, **kwargs)
+
+    def counted_program(self, x, y, z):
+        add(programs=1)
+        return set_grid_idx(self, x, y, z)
 
     def counted_rmw(self, op, ptrs, value, mask, *args, **kwargs):  # tl.atomic_add & co: a read and a write
         size = _elements(mask, ptrs) * _itemsize(value)
@@ -231,26 +258,8 @@ def _install():
         add(stores=1, bytes_stored=int(value.data.size) * _itemsize(value))
         return scatter(self, desc, value, *args, **kwargs)
 
-    def counted_dot(self, a, b, *args, **kwargs):
-        batch = 1
-        for n in a.data.shape[:-2]:
-            batch *= int(n)
-        add(dot_flops=2 * a.data.shape[-2] * a.data.shape[-1] * b.data.shape[-1] * batch)
-        return dot(self, a, b, *args, **kwargs)
-
-    def counted_program(self, x, y, z):
-        add(programs=1)
-        return set_grid_idx(self, x, y, z)
-
-    def counted_launch(self, *args, **kwargs):
-        add(launches=1)
-        return launch(self, *args, **kwargs)
-
-    builder.create_masked_load, builder.create_masked_store = counted_load, counted_store
-    builder.create_atomic_rmw, builder.create_atomic_cas = counted_rmw, counted_cas
-    builder.create_descriptor_gather, builder.create_descriptor_scatter = counted_gather, counted_scatter
-    builder.create_dot, builder.set_grid_idx = counted_dot, counted_program
-    executor.__call__, JITFunction.run = counted_launch, _interpreted_run  # a compiled kernel (GPU): interpreted
+    return dict(zip(_COUNTED, (counted_load, counted_store, counted_dot, counted_program, counted_rmw, counted_cas,
+                               counted_gather, counted_scatter)))
 
 
 def _uninstall():
