@@ -28,6 +28,7 @@ import ast
 import base64
 import builtins
 import contextlib
+import dataclasses
 import importlib.util
 import io
 import json
@@ -296,6 +297,20 @@ def _no_modes():
     return torch_modes_off()
 
 
+@dataclasses.dataclass
+class _Request:
+    """One call to the kernel as the test's side sent it."""
+    op: str
+    target: object
+    forbidden: tuple                  # operators the exercise forbids (cu.forbid)
+    in_place: bool                    # the test replays the student's pieces: changes to inputs are mirrored
+    only: tuple | None                # launcher_only: the PyTorch the launcher may use besides kernels
+    meters: dict                      # {"memory": open TensorMemory blocks, "work": open count_work blocks}
+    outside: bool = False             # the call's memory is read from the kernel's cgroup
+    watched: bool = False             # other processes in the kernel's cgroup are looked for
+    payload: bytes = b""
+
+
 class Session:
     """One kernel's conversation: `transport(bytes, answer_callback) -> answer text`."""
 
@@ -447,38 +462,61 @@ class Session:
         return reply["storages"]
 
     def _ask(self, op, target, args, kwargs, label, transport):
-        from course_utils.checks import (ForbiddenCall, forbidden_now, in_place_allowed_now, launcher_only_now,
-                                         stand_ins_now)
+        request = self._request(op, target, args, kwargs, transport)
+        text, resident = self._send(request, label, transport)
+        answer = self._read(text, label)
+        if not answer.get("ok"):
+            self._refuse(answer, request, label if op != "get" else target)
+        value = _decode(answer.get("value"), self, label)
+        if self.meter is not None and request.only is not None and request.meters["work"] and transport is self.transport:
+            _from_kernels(value, self._launched, label)
+        _absorb(answer, request.meters, resident)
+        self._note_unseen(answer, request, label)
+        self._mirror_changes(answer, request, args, kwargs, label)
+        return value
+
+    def _request(self, op, target, args, kwargs, transport):
+        """The pickled request, with the refusals, meters and modes open on the test's side at this call."""
+        from course_utils.checks import forbidden_now, in_place_allowed_now, launcher_only_now, stand_ins_now
         from course_utils.kernels import counting
         from course_utils.memory import measuring
-        forbidden, in_place, only = forbidden_now(), in_place_allowed_now(), launcher_only_now()
-        meters = {"memory": measuring(), "work": counting()}
-        asked = tuple(kind for kind, open_blocks in meters.items() if open_blocks)
+        r = _Request(op=op, target=target, forbidden=forbidden_now(), in_place=in_place_allowed_now(), only=launcher_only_now(),
+                     meters={"memory": measuring(), "work": counting()})
+        asked = tuple(kind for kind, open_blocks in r.meters.items() if open_blocks)
         seen = self.cgroup is not None and transport is self.transport  # the kernel's cgroup, read from here
-        outside = seen and any(m.resident for m in meters["memory"])
-        asked += ("resident",) * outside  # the kernel's cgroup measures the call: no in-kernel watch to inflate it
+        r.outside = seen and any(m.resident for m in r.meters["memory"])
+        asked += ("resident",) * r.outside  # the kernel's cgroup measures the call: no in-kernel watch to inflate it
+        r.watched = seen and bool(r.forbidden or r.meters["memory"])
         stand_ins = {name: _LendThis(part) for name, part in stand_ins_now().items()}
         try:
-            payload = self._pickle((op, target, tuple(args), dict(kwargs), forbidden, asked, in_place,
-                                    stand_ins, only))
-            _readable_in_any_course_kernel(payload)
+            r.payload = self._pickle((op, target, tuple(args), dict(kwargs), r.forbidden, asked, r.in_place,
+                                      stand_ins, r.only))
+            _readable_in_any_course_kernel(r.payload)
         except (pickle.PicklingError, TypeError, AttributeError, pickle.UnpicklingError) as e:
             raise GraderSideError(f"the test's arguments could not be sent ({type(e).__name__}: {str(e)[:200]})") from None
+        return r
+
+    def _send(self, request, label, transport):
+        """(the kernel's answer text, what its cgroup gained during the call or None); raises what the grader's
+        side of the call met (a failure of its own, a launch past the cell's limit)."""
         if transport is self.transport:
             self._grader_failure, self._launch_refusal, self._launch_timeout, self._launched = None, None, None, []
-            self._work_meters = meters["work"]
-        watched = seen and bool(forbidden or meters["memory"])
-        if watched:
-            self._other_processes(label, forbidden)
-        window = self.cgroup.start() if outside else None
-        text = transport(payload, self.answer_callback)
+            self._work_meters = request.meters["work"]
+        if request.watched:
+            self._other_processes(label, request.forbidden)
+        window = self.cgroup.start() if request.outside else None
+        text = transport(request.payload, self.answer_callback)
         resident = self.cgroup.added(window) if window is not None else None
-        if watched:
-            self._other_processes(label, forbidden)
+        if request.watched:
+            self._other_processes(label, request.forbidden)
         if self._grader_failure is not None:
             raise self._grader_failure
         if self._launch_timeout is not None:
             raise TimeoutError(f"{label}: your Triton kernel did not finish within the cell's time limit")
+        return text, resident
+
+    def _read(self, text, label):
+        """The answer as a dict; a claim that the kernel could not read the request is the student's."""
         if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
             raise GraderSideError("no answer, or an answer too large")
         try:
@@ -492,47 +530,51 @@ class Session:
                               "kernel with the course's packages reads: something it needs was replaced")
             raise AssertionError(f"{label}: your kernel could not read the grader's request (something in it that "
                                  "unpickling needs, in torch, numpy or io, was replaced); restart it and leave them alone")
-        if not answer.get("ok"):
-            kind = str(answer.get("error"))
-            name = label if op != "get" else target
-            if kind == "Tampered":
-                self.notes.append(f"while {str(name)[:80]} was asked, the kernel's own Python (its built-ins, "
-                                  "pickle, binascii or marshal) was not what C made: the request was refused")
-                raise AssertionError(f"{name}: the grader's channel into your kernel found Python's own functions "
-                                     "replaced (builtins, pickle, binascii or marshal), so no answer of this "
-                                     "kernel can be trusted; restart the kernel and leave them alone")
-            if self._launch_refusal is not None:
-                raise AssertionError(f"{name}: the grader cannot run your kernel as a Triton kernel: "
-                                     f"{self._launch_refusal}. A kernel may use tl.*, other @triton.jit functions, "
-                                     "constants, and range, min, max, float, int, bool, len, abs, isinstance.")
-            if kind == "ForbiddenCall":
-                used = answer.get("forbidden")
-                if only is not None and type(used) is str and used.startswith("torch.ops.aten.") and used not in forbidden:
-                    raise ForbiddenCall(f"{name} computed with {used[:80]} in PyTorch, where this exercise asks your "
-                                        "Triton kernel to compute: the launcher only allocates, views and copies "
-                                        "tensors and launches kernels" + (f" (and may use {', '.join(only)})" if only
-                                                                          else "") + ".")
-                used = used if used in forbidden else (forbidden[0] if forbidden else "a forbidden operator")
-                raise ForbiddenCall(f"{name} called {used}, which this exercise asks you to build yourself.")
-            if op == "get" and kind == "NameError":
-                raise NameError(f"name {target!r} is not defined in your notebook: run the cell that defines it, "
-                                "and keep the name the exercise gives")
-            if kind == "TooLarge":
-                raise AssertionError(f"{name} returned more data than the grader accepts")
-            error = _BUILTIN_ERRORS.get(kind, RuntimeError)
-            hint = " (the exercise is not done yet?)" if kind == "NotImplementedError" else ""
-            raise error(f"{name} raised {kind}{hint}; run this test cell in your notebook to see the details")
-        value = _decode(answer.get("value"), self, label)
-        if self.meter is not None and only is not None and meters["work"] and transport is self.transport:
-            _from_kernels(value, self._launched, label)
-        _absorb(answer, meters, resident)
+        return answer
+
+    def _refuse(self, answer, request, name):
+        """Raise what a failed call means for the test: the student's error, named by kind (never its text)."""
+        from course_utils.checks import ForbiddenCall
+        kind = str(answer.get("error"))
+        if kind == "Tampered":
+            self.notes.append(f"while {str(name)[:80]} was asked, the kernel's own Python (its built-ins, "
+                              "pickle, binascii or marshal) was not what C made: the request was refused")
+            raise AssertionError(f"{name}: the grader's channel into your kernel found Python's own functions "
+                                 "replaced (builtins, pickle, binascii or marshal), so no answer of this "
+                                 "kernel can be trusted; restart the kernel and leave them alone")
+        if self._launch_refusal is not None:
+            raise AssertionError(f"{name}: the grader cannot run your kernel as a Triton kernel: "
+                                 f"{self._launch_refusal}. A kernel may use tl.*, other @triton.jit functions, "
+                                 "constants, and range, min, max, float, int, bool, len, abs, isinstance.")
+        if kind == "ForbiddenCall":
+            used, forbidden, only = answer.get("forbidden"), request.forbidden, request.only
+            if only is not None and type(used) is str and used.startswith("torch.ops.aten.") and used not in forbidden:
+                raise ForbiddenCall(f"{name} computed with {used[:80]} in PyTorch, where this exercise asks your "
+                                    "Triton kernel to compute: the launcher only allocates, views and copies "
+                                    "tensors and launches kernels" + (f" (and may use {', '.join(only)})" if only
+                                                                      else "") + ".")
+            used = used if used in forbidden else (forbidden[0] if forbidden else "a forbidden operator")
+            raise ForbiddenCall(f"{name} called {used}, which this exercise asks you to build yourself.")
+        if request.op == "get" and kind == "NameError":
+            raise NameError(f"name {request.target!r} is not defined in your notebook: run the cell that defines it, "
+                            "and keep the name the exercise gives")
+        if kind == "TooLarge":
+            raise AssertionError(f"{name} returned more data than the grader accepts")
+        error = _BUILTIN_ERRORS.get(kind, RuntimeError)
+        hint = " (the exercise is not done yet?)" if kind == "NotImplementedError" else ""
+        raise error(f"{name} raised {kind}{hint}; run this test cell in your notebook to see the details")
+
+    def _note_unseen(self, answer, request, label):
         unseen = answer.get("unseen")
-        if meters["memory"] and type(unseen) is list and unseen:
+        if request.meters["memory"] and type(unseen) is list and unseen:
             what = "; ".join(kernel_rpc.UNSEEN[w] for w in sorted({w for w in unseen if w in kernel_rpc.UNSEEN}))
             self.notes.append(f"while its memory was measured, {label[:80]} {what or 'did unseen work'} (the count "
                               "covers torch calls in the calling thread): check its memory test by hand")
+
+    def _mirror_changes(self, answer, request, args, kwargs, label):
+        """Inputs the call changed in place: mirrored where the test replays the student's pieces, else refused."""
         changed = answer.get("changed") or []
-        if in_place and type(changed) is dict:  # the test replays the student's pieces: mirror their changes
+        if request.in_place and type(changed) is dict:
             for key, new in changed.items():
                 index = int(key) if key.isdigit() else key
                 source = args[index] if isinstance(index, int) and index < len(args) else kwargs.get(index)
@@ -542,7 +584,6 @@ class Session:
                               for k in changed[:8] if type(k) is str)
             raise AssertionError(f"{label} changed its input in place ({names}): leave its inputs unchanged "
                                  "(work on a copy, or build a new tensor)")
-        return value
 
     def _other_processes(self, label, forbidden):
         """Processes in the kernel's cgroup besides the kernel's own (read here, from outside) could compute what a
