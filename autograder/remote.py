@@ -212,8 +212,44 @@ class _NotLent(TypeError):
     """A question's arguments name an object the test did not lend to this call: the kernel's error, not ours."""
 
 
-def _decode_value(value, session, label, depth, callback, budget):
+def _decode_array(value, kind):
+    """A tensor, an array or a numpy scalar, from its dtype, shape and bytes (each checked against the others)."""
     import torch
+    dtype = str(value["dtype"])
+    if dtype not in DTYPES:
+        raise UnreadableAnswer(f"unexpected dtype {dtype!r}")
+    raw = base64.b64decode(str(value["b64"]), validate=True)
+    shape = [] if kind == "npscalar" else [int(s) for s in value["shape"]][:MAX_DIMS + 1]
+    if len(shape) > MAX_DIMS or any(s < 0 for s in shape) or math.prod(shape) * np.dtype(dtype).itemsize != len(raw):
+        raise UnreadableAnswer("an array's shape does not match its bytes")
+    array = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
+    if kind == "npscalar":
+        return array[()]
+    if kind == "ndarray":
+        return array
+    tensor = torch.from_numpy(array)
+    original = str(value.get("as", dtype))
+    if original != dtype:
+        if original not in DTYPES | TORCH_ONLY:
+            raise UnreadableAnswer(f"unexpected dtype {original!r}")
+        tensor = tensor.to(getattr(torch, original))
+    return tensor
+
+
+def _decode_torch_name(value, kind):
+    """A torch.dtype or torch.device, from an allow-listed name."""
+    import torch
+    name = str(value["v"])
+    if kind == "dtype":
+        if name not in DTYPES | TORCH_ONLY:
+            raise UnreadableAnswer(f"unexpected dtype {name!r}")
+        return getattr(torch, name)
+    if not re.fullmatch(r"(cpu|cuda|mps|xpu|meta)(:\d{1,3})?", name):
+        raise UnreadableAnswer(f"unexpected device {name[:40]!r}")
+    return torch.device(name)
+
+
+def _decode_value(value, session, label, depth, callback, budget):
     budget[0] -= 1
     if budget[0] < 0:
         raise UnreadableAnswer(f"an answer of more than {MAX_NODES} values")
@@ -234,35 +270,9 @@ def _decode_value(value, session, label, depth, callback, budget):
     if kind == "float":
         return float(str(value["v"])[:100])
     if kind in ("tensor", "ndarray", "npscalar"):
-        dtype = str(value["dtype"])
-        if dtype not in DTYPES:
-            raise UnreadableAnswer(f"unexpected dtype {dtype!r}")
-        raw = base64.b64decode(str(value["b64"]), validate=True)
-        shape = [] if kind == "npscalar" else [int(s) for s in value["shape"]][:MAX_DIMS + 1]
-        if len(shape) > MAX_DIMS or any(s < 0 for s in shape) or math.prod(shape) * np.dtype(dtype).itemsize != len(raw):
-            raise UnreadableAnswer("an array's shape does not match its bytes")
-        array = np.frombuffer(raw, dtype=dtype).reshape(shape).copy()
-        if kind == "npscalar":
-            return array[()]
-        if kind == "ndarray":
-            return array
-        tensor = torch.from_numpy(array)
-        original = str(value.get("as", dtype))
-        if original != dtype:
-            if original not in DTYPES | TORCH_ONLY:
-                raise UnreadableAnswer(f"unexpected dtype {original!r}")
-            tensor = tensor.to(getattr(torch, original))
-        return tensor
-    if kind == "dtype":
-        name = str(value["v"])
-        if name not in DTYPES | TORCH_ONLY:
-            raise UnreadableAnswer(f"unexpected dtype {name!r}")
-        return getattr(torch, name)
-    if kind == "device":
-        name = str(value["v"])
-        if not re.fullmatch(r"(cpu|cuda|mps|xpu|meta)(:\d{1,3})?", name):
-            raise UnreadableAnswer(f"unexpected device {name[:40]!r}")
-        return torch.device(name)
+        return _decode_array(value, kind)
+    if kind in ("dtype", "device"):
+        return _decode_torch_name(value, kind)
     if kind == "slice":
         parts = [_decode_value(v, session, label, depth + 1, callback, budget) for v in value["items"]]
         if len(parts) != 3 or any(p is not None and type(p) is not int for p in parts):
