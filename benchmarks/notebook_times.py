@@ -3,7 +3,7 @@
     python benchmarks/notebook_times.py                 # every lesson, both modes
     python benchmarks/notebook_times.py 01 --mode full  # one lesson, one mode
 
-Budgets (COURSE_DESIGN.md): at most 90 s in full mode and 15 s in fast mode on
+Budgets (CONTRIBUTING.md): at most 90 s in full mode and 15 s in fast mode on
 a 2-core CPU. The script reports; it does not assert (timings are noisy on a
 shared machine). For lessons that leave `accuracy_by_length`, it prints it too.
 """
