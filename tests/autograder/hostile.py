@@ -336,19 +336,21 @@ KERNEL_PATCHES = {
 }
 
 # Reads every file the kernel can open, and its own history, for hidden tests; prints what it found
-THIEF = """import base64 as _b64, glob as _glob, os as _os, site as _site, sys as _sys
+THIEF = """import base64 as _b64, os as _os, site as _site, sys as _sys
 _texts = []
-# Python's own files are no loot (a venv kept under /tmp is mounted there, and reading it all killed the kernel)
+# Python's own files are no loot and are never walked (a venv kept under /tmp is mounted there: reading it all killed
+# the kernel, and walking its tens of thousands of files took longer than a test cell may)
 _python = tuple(_os.path.realpath(p) + _os.sep for p in {_sys.prefix, _sys.base_prefix, *_site.getsitepackages()})
-for _pattern in ('**/*', '/run/**/*', '/tmp/**/*', _os.path.expanduser('~') + '/**/*'):
-    for _p in _glob.glob(_pattern, recursive=True):
-        try:
-            if _os.path.realpath(_p).startswith(_python):
-                continue
-            if _os.path.isfile(_p) and _os.path.getsize(_p) < 5_000_000:
-                _texts.append(open(_p, errors='replace').read())
-        except OSError:
-            pass
+for _top in ('.', '/run', '/tmp', _os.path.expanduser('~')):
+    for _dir, _subdirs, _files in _os.walk(_top):
+        _subdirs[:] = [d for d in _subdirs if not (_os.path.realpath(_os.path.join(_dir, d)) + _os.sep).startswith(_python)]
+        for _name in _files:
+            _p = _os.path.join(_dir, _name)
+            try:
+                if _os.path.isfile(_p) and _os.path.getsize(_p) < 5_000_000:
+                    _texts.append(open(_p, errors='replace').read())
+            except OSError:
+                pass
 _texts += list(get_ipython().user_ns.get('In', []))
 print('THIEF-LOOT', _b64.b64encode('\\n'.join(_texts).encode()[:300_000]).decode())
 """
