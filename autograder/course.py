@@ -25,7 +25,7 @@ REPORTS = "reports"  # the grader's own folder: <course>/reports/<lesson>/<stude
 @functools.lru_cache(maxsize=1)
 def _layout():
     from nbgrader.coursedir import CourseDirectory
-    return CourseDirectory(config=load_config("."))  # the course's configuration, as nbgrader's converters read it
+    return CourseDirectory(config=_config_file())  # the course's configuration, as nbgrader's converters read it
 
 
 def step_folder(course_root, step, lesson, student="."):

@@ -316,6 +316,7 @@ class _Request:
     in_place: bool                    # the test replays the student's pieces: changes to inputs are mirrored
     only: tuple | None                # launcher_only: the PyTorch the launcher may use besides kernels
     meters: dict                      # {"memory": open TensorMemory blocks, "work": open count_work blocks}
+    direct: bool = False              # sent by the session's own transport (not a lent object's nested question)
     outside: bool = False             # the call's memory is read from the kernel's cgroup
     watched: bool = False             # other processes in the kernel's cgroup are looked for
     payload: bytes = b""
@@ -478,7 +479,7 @@ class Session:
         if not answer.get("ok"):
             self._refuse(answer, request, label if op != "get" else target)
         value = _decode(answer.get("value"), self, label)
-        if self.meter is not None and request.only is not None and request.meters["work"] and transport is self.transport:
+        if self.meter is not None and request.only is not None and request.meters["work"] and request.direct:
             _from_kernels(value, self._launched, label)
         _absorb(answer, request.meters, resident)
         self._note_unseen(answer, request, label)
@@ -490,10 +491,11 @@ class Session:
         from course_utils.checks import forbidden_now, in_place_allowed_now, launcher_only_now, stand_ins_now
         from course_utils.kernels import counting
         from course_utils.memory import measuring
-        r = _Request(op=op, target=target, forbidden=forbidden_now(), in_place=in_place_allowed_now(), only=launcher_only_now(),
-                     meters={"memory": measuring(), "work": counting()})
+        r = _Request(op=op, target=target, forbidden=forbidden_now(), in_place=in_place_allowed_now(),
+                     only=launcher_only_now(), meters={"memory": measuring(), "work": counting()},
+                     direct=transport is self.transport)
         asked = tuple(kind for kind, open_blocks in r.meters.items() if open_blocks)
-        seen = self.cgroup is not None and transport is self.transport  # the kernel's cgroup, read from here
+        seen = self.cgroup is not None and r.direct  # the kernel's cgroup, read from here
         r.outside = seen and any(m.resident for m in r.meters["memory"])
         asked += ("resident",) * r.outside  # the kernel's cgroup measures the call: no in-kernel watch to inflate it
         r.watched = seen and bool(r.forbidden or r.meters["memory"])
@@ -509,7 +511,7 @@ class Session:
     def _send(self, request, label, transport):
         """(the kernel's answer text, what its cgroup gained during the call or None); raises what the grader's
         side of the call met (a failure of its own, a launch past the cell's limit)."""
-        if transport is self.transport:
+        if request.direct:
             self._grader_failure, self._launch_refusal, self._launch_timeout, self._launched = None, None, None, []
             self._work_meters = request.meters["work"]
         if request.watched:
