@@ -21,9 +21,9 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .course import report_path, step_folder, step_notebook
+from .job import findings
 
 FOLDER = "class_report"  # <course>/class_report/<lesson>.html and index.html
-FLAG_KINDS = ("integrity", "escape", "structure", "grader", "runtime", "timeout", "size", "grading")
 
 
 @dataclass
@@ -99,7 +99,7 @@ def _read_lesson(course_root, gb, lesson):
             try:
                 r = json.loads(report.read_text())
                 sub.status, sub.seconds = str(r.get("status", "graded")), r.get("seconds")
-                sub.flags = [str(f) for f in r.get("flags", [])]
+                sub.flags = findings(r.get("flags"))
             except (ValueError, OSError):
                 sub.status = "not graded"
         for name, g in grades.get(student, {}).items():
@@ -321,8 +321,7 @@ def _flags_section(lesson, submissions):
     flags = defaultdict(list)
     for s in submissions:
         for f in s.flags:
-            kind = f.split(":", 1)[0].strip()
-            flags[kind if kind in FLAG_KINDS else "other"].append((s.student, f))
+            flags[f.kind].append((s.student, f))  # one group per kind (job.Finding)
     parts = [f"<h2>Flags for review ({sum(len(v) for v in flags.values())})</h2>"]
     if not flags:
         parts.append("<p>No submission was flagged.</p>")

@@ -26,7 +26,7 @@ from pathlib import Path
 from . import grading, sandbox
 from .course import REPO, gradebook_path, sqlite_url, step_folder, step_notebook, work_folder
 from .gradebook import merge, record_failure
-from .job import JobFolder
+from .job import Finding, JobFolder
 
 ALLOWED_FAILURES = 1  # a task is retried once when its worker dies, then recorded as failed
 _PROBED = {}  # what the sandbox can do on this worker: probed once per worker process, not per job
@@ -111,7 +111,7 @@ def grade_job(job):
         results = grading.grade(course, [lesson], [student], jobs=1, limits=grading.Limits(**job["limits"]),
                                 log=log.append, probe=_cached_probe)
         autograded = step_folder(course, "autograded", lesson, student)
-        return dict(lesson=lesson, student=student, result=results[0].__dict__ if results else None,
+        return dict(lesson=lesson, student=student, result=results[0].record() if results else None,
                     gradebook=gradebook_path(course).read_bytes(), log=log, worker=socket.gethostname(),
                     autograded={str(p.relative_to(autograded)): p.read_bytes()
                                 for p in sorted(autograded.rglob("*")) if p.is_file()} if autograded.exists() else {})
@@ -125,7 +125,7 @@ def apply_reply(course_root, reply):
     work.mkdir(parents=True)
     shard = JobFolder(work).gradebook
     shard.write_bytes(reply["gradebook"])
-    result = grading.Result(**reply["result"])
+    result = grading.Result.from_record(reply["result"])
     result.score, result.max_score, result.pending = merge(sqlite_url(shard), course_root, lesson, student)
     target = step_folder(course_root, "autograded", lesson, student)
     shutil.rmtree(target, ignore_errors=True)
@@ -140,7 +140,7 @@ def failed_result(course_root, lesson, student, error):
     """A task that could not run (its workers died twice, or it raised): zero, flagged."""
     result = grading.Result(lesson, student, status="failed", error=error)
     result.score, result.max_score = record_failure(course_root, lesson, student)
-    result.flags.append(f"grading: {error.strip().splitlines()[-1] if error.strip() else 'failed on the cluster'}")
+    result.flags.append(Finding("grading", error.strip().splitlines()[-1] if error.strip() else "failed on the cluster"))
     return result
 
 

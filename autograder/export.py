@@ -18,6 +18,7 @@ from nbgrader.plugins import ExportPlugin
 from .course import report_paths
 from .csvsafe import write_csv
 from .gradebook import pending, pending_cells
+from .job import findings
 from .mdsafe import md_code, md_text
 from .lms import export_lms
 
@@ -107,8 +108,8 @@ def _flagged(course_root):
     flagged = defaultdict(list)
     for report in report_paths(course_root):
         r = json.loads(report.read_text())
-        if r["flags"]:
-            flagged[(r["lesson"], r["student"])] = r["flags"]
+        if findings(r["flags"]):
+            flagged[(r["lesson"], r["student"])] = findings(r["flags"])
     return flagged
 
 

@@ -7,7 +7,7 @@ with these changes made through nbgrader's configuration (nbgrader_config.py hol
 preprocessor lists, so plain `nbgrader autograde` applies the same rules, without the sandbox):
 
 - RestoreCellMetadata (restore.py) gives every cell the nbgrader metadata it was released
-  with, so a tampered cell no longer fails the whole notebook; DeduplicateIds turns a
+  with, so a tampered cell no longer fails the whole notebook, and reports what it changed (events); DeduplicateIds turns a
   copied-and-pasted graded cell into an ordinary cell (nbgrader's own leaves metadata that
   its schema check rejects, failing the whole submission);
 - GradingExecute runs every graded test cell on the grader's side (verdicts.py): the test,
@@ -45,20 +45,14 @@ from pathlib import Path
 
 import nbformat
 
-from . import cells, sandbox, verdicts, zygote
+from . import sandbox, verdicts, zygote
 from .course import (REPO, gradebook_path, report_path, step_folder, step_folders, step_notebook, step_root,
                      sqlite_url, work_folder)
 from .flags import flag_submission
 from .gradebook import mark_flagged, merge, record_failure
-from .restore import restore
 from .sandbox import sandbox_settings  # noqa: F401 (the public API)
 from .settings import HARD_LIMIT_GRACE_S, Limits, grading_config  # noqa: F401 (the public API: grading_config)
-from .job import FLAGGED, STARVED, Job, JobFolder, read_events
-
-
-def flag_for(event):
-    """The review flag of an event of a FLAGGED kind: '<kind>: <text>' ('runtime' adds that later cells did not run)."""
-    return f"{event.kind}: {event}" + (" (later cells not run)" if event.kind == "runtime" else "")
+from .job import FLAGGED, STARVED, Finding, Job, JobFolder, as_flag, findings, read_events
 
 
 @dataclass
@@ -69,11 +63,20 @@ class Result:
     score: float = 0.0
     max_score: float = 0.0
     seconds: float = 0.0
-    flags: list = field(default_factory=list)
-    events: list = field(default_factory=list)
+    flags: list = field(default_factory=list)    # [Finding] for review: static, restored, and events' FLAGGED kinds
+    events: list = field(default_factory=list)   # [Finding] the worker wrote (job.EVENT_KINDS)
     error: str = ""
     submission: str = ""          # sha256 of the graded notebook: a re-run skips it while it is unchanged
     pending: list = field(default_factory=list)  # test cells the grader could not run: left for manual grading
+
+    def record(self):
+        """The result as JSON data: its findings as records."""
+        return {**self.__dict__, "flags": [f.record() for f in self.flags], "events": [e.record() for e in self.events]}
+
+    @classmethod
+    def from_record(cls, record):
+        """A Result from record(); a finding that is not a well-formed record is dropped."""
+        return cls(**{**record, "flags": findings(record.get("flags")), "events": findings(record.get("events"))})
 
 
 # ---------------------------------------------------------------- the parent
@@ -94,7 +97,7 @@ def save_flags(course_root, result):
     report = report_path(course_root, result.lesson, result.student)
     report.parent.mkdir(parents=True, exist_ok=True)
     partial = report.with_name(f".{report.name}.partial")
-    partial.write_text(json.dumps(result.__dict__, indent=1))
+    partial.write_text(json.dumps(result.record(), indent=1))
     os.replace(partial, report)
 
 
@@ -114,10 +117,7 @@ def check_submission(course_root, lesson, student):
     source = nbformat.read(str(step_notebook(course_root, "source", lesson)), as_version=4)
     release_path = step_notebook(course_root, "release", lesson)
     release = nbformat.read(str(release_path), as_version=4) if release_path.exists() else None
-    restored = nbformat.from_dict(json.loads(json.dumps(submitted)))
-    tampered = restore(restored, release or source)  # what RestoreCellMetadata will do in the worker
-    flags = size_flags + flag_submission(submitted, source, release, {cells.grade_id(c) for c in restored.cells})
-    return flags + [f"tamper: {change}" for change in tampered]
+    return size_flags + flag_submission(submitted, source, release)  # what the worker restores, it reports
 
 
 def job_record(course_root, lesson, student, gradebook_url, limits, settings):
@@ -180,8 +180,8 @@ class _Running:
             r.score, r.max_score, r.pending = merge(self.db_url, course_root, r.lesson, r.student)
         else:
             r.score, r.max_score = record_failure(course_root, r.lesson, r.student)
-            r.flags.append(f"grading: {r.error.strip().splitlines()[-1] if r.error.strip() else r.status}")
-        r.flags += [flag_for(e) for e in r.events if e.kind in FLAGGED]
+            r.flags.append(Finding("grading", r.error.strip().splitlines()[-1] if r.error.strip() else r.status))
+        r.flags += [as_flag(e) for e in r.events if e.kind in FLAGGED]
         if r.status == "graded":
             shutil.rmtree(self.work, ignore_errors=True)
         return r
@@ -302,7 +302,7 @@ def _start(course_root, lesson, student, limits, settings, threads, modules, res
     try:
         flags = check_submission(course_root, lesson, student)
     except ValueError as e:
-        r = Result(lesson, student, status="invalid", error=str(e), flags=[f"invalid: {e}"])
+        r = Result(lesson, student, status="invalid", error=str(e), flags=[Finding("invalid", str(e))])
         r.score, r.max_score = record_failure(course_root, lesson, student)
         results.append(record_result(course_root, r, log))
         return None

@@ -9,9 +9,9 @@ protocol; each file has one writer, and `JobFolder` is the only place their name
 | `job.json`    | parent, before         | the `Job`: course, lesson, student, shard gradebook URL,      |
 |               |                        | limits (the only copy), the sandbox's features                |
 | `gradebook.db`| parent, then nbgrader  | a private copy of the course gradebook (the shard)            |
-| `events.txt`  | worker (`event`)       | one JSON record per line, {"kind", "text"}: what happened     |
-|               |                        | (EVENT_KINDS); the parent reads them with `read_events` and   |
-|               |                        | turns the kinds in FLAGGED into flags                         |
+| `events.txt`  | worker (`event`)       | one `Finding` record per line, {"kind", "text", "cell"}: what |
+|               |                        | happened (EVENT_KINDS), what was restored included; the parent|
+|               |                        | reads them (`read_events`) and flags the kinds in FLAGGED     |
 | `kernels.txt` | worker (`record_kernel`)| the kernel's process group, so the parent can stop it        |
 | `result.json` | worker, at the end     | {"success", "error", "log"} of nbgrader's autograde           |
 | `worker.log`  | the worker's stdout    | kept for review when grading failed                           |
@@ -43,6 +43,7 @@ class JobFolder:
         self.kernels = self.path / "kernels.txt"
         self.result = self.path / "result.json"
         self.log = self.path / "worker.log"
+        self.hung_events = self.path / "events-hung.txt"  # the first run's events, when a hang had it graded again
 
     def environment(self):
         """The variables that tell the worker's code where this job's events go."""
@@ -82,24 +83,51 @@ EVENT_KINDS = {
     "timeout": "a cell ran past its limit",
     "output": "a cell's output was truncated",
     "integrity": "what the tests rely on changed in the kernel (a flag, never a score)",
+    "tamper": "a cell's nbgrader metadata was changed: restored as released before grading",
+    "structure": "a released test cell is missing from the graded copy (it scores zero)",
     "grader": "the grader could not run a test cell: its verdict is withheld for review",
     STARVED: "a cell timed out while the machine was too busy to run the kernel: graded again once, after the others",
 }
-FLAGGED = ("runtime", "integrity", "grader")  # the kinds a reviewer must see
+FLAGGED = ("runtime", "integrity", "grader", "tamper", "structure")  # the kinds a reviewer must see
 MAX_EVENT_CHARS = 500
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 
 
-class Event(str):
-    """One event: its text (a str, so it reads as before) and its `kind`, one of EVENT_KINDS."""
+class Finding(str):
+    """One thing grading found, an event the worker wrote or a flag for review: its `kind`, its `text` and the
+    `cell` (a grade id) it is about, or None. A str that reads "<kind>: <text>", the flag's one line; written and
+    read as a record ({"kind", "text", "cell"}), so every reader chooses by kind and cell, never by the words."""
 
-    def __new__(cls, kind, text):
-        self = super().__new__(cls, text)
-        self.kind = kind
+    def __new__(cls, kind, text, cell=None):
+        self = super().__new__(cls, f"{kind}: {text}")
+        self.kind, self.text, self.cell = kind, text, cell
         return self
 
-    def __reduce__(self):  # pickled with its kind (a Result travels back from a Dask worker)
-        return Event, (self.kind, str(self))
+    def __reduce__(self):  # pickled with its fields (a Result travels back from a Dask worker)
+        return Finding, (self.kind, self.text, self.cell)
+
+    def record(self):
+        return {"kind": self.kind, "text": self.text, "cell": self.cell}
+
+    @classmethod
+    def from_record(cls, record):
+        """The Finding of a record, or None when it is not one (a file is read back as data, never trusted)."""
+        if type(record) is not dict or type(record.get("kind")) is not str or type(record.get("text")) is not str \
+                or type(record.get("cell")) not in (str, type(None)):
+            return None
+        return cls(clean(record["kind"]), clean(record["text"]), record.get("cell") and clean(record["cell"]))
+
+
+def findings(records):
+    """[Finding] of a report's list of records (its flags or events); what is not one is dropped. A report written
+    before findings were records holds each flag's line, "<kind>: <text>"."""
+    legacy = lambda r: dict(zip(("kind", "text"), r.split(": ", 1))) if type(r) is str and ": " in r else r  # noqa: E731
+    return [f for f in (Finding.from_record(legacy(r)) for r in (records if type(records) is list else [])) if f]
+
+
+def as_flag(found):
+    """The review flag of an event of a FLAGGED kind ('runtime' adds that later cells did not run)."""
+    return Finding(found.kind, found.text + (" (later cells not run)" if found.kind == "runtime" else ""), found.cell)
 
 
 def clean(text):
@@ -108,18 +136,18 @@ def clean(text):
     return text if len(text) <= MAX_EVENT_CHARS else text[:MAX_EVENT_CHARS - 3] + "..."
 
 
-def event(kind, text):
-    """Append one event record for the parent (a no-op outside a grading job)."""
+def event(kind, text, cell=None):
+    """Append one event record for the parent (a no-op outside a grading job); cell: the grade id it is about."""
     if kind not in EVENT_KINDS:
         raise ValueError(f"unknown event kind {kind!r}: one of {sorted(EVENT_KINDS)}")
     path = os.environ.get(EVENTS_ENV)
     if path:
         with open(path, "a") as f:
-            f.write(json.dumps({"kind": kind, "text": clean(text)}) + "\n")
+            f.write(json.dumps(Finding(kind, clean(text), cell and clean(cell)).record()) + "\n")
 
 
 def read_events(path):
-    """[Event] from an events file; a line that is not a well-formed record is skipped."""
+    """[Finding] from an events file; a line that is not a well-formed record of an event's kind is skipped."""
     path = Path(path)
     found = []
     for line in (path.read_text(errors="replace").splitlines() if path.is_file() else []):
@@ -127,8 +155,9 @@ def read_events(path):
             record = json.loads(line)
         except ValueError:
             continue
-        if type(record) is dict and record.get("kind") in EVENT_KINDS and type(record.get("text")) is str:
-            found.append(Event(record["kind"], clean(record["text"])))
+        finding = Finding.from_record(record)
+        if finding is not None and finding.kind in EVENT_KINDS:
+            found.append(finding)
     return found
 
 

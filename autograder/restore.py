@@ -13,12 +13,13 @@ Here each submitted cell is matched to the released cell it came from, in this o
 
 A matched cell gets the released cell's nbgrader metadata (or none, for a provided cell);
 a cell matched to nothing loses any nbgrader metadata it claims and becomes an ordinary
-cell (it runs, it earns nothing). Every change is reported, naming the cell, so grading
+cell (it runs, it earns nothing). Every change is reported (a `tamper` Finding, naming the cell), so grading
 goes on with every answer that can be graded and the instructor sees what was tampered with.
 """
 import copy
 
 from .cells import nbgrader as meta  # a cell's nbgrader metadata, {} when it has none
+from .job import Finding
 
 KEYS = {"grade": False, "solution": False, "locked": False, "task": False, "points": 0, "grade_id": None}
 
@@ -72,7 +73,8 @@ def match(submitted, released):
 
 
 def restore(submitted, released):
-    """Put the released nbgrader metadata back on every submitted cell, in place; return what was changed."""
+    """Put the released nbgrader metadata back on every submitted cell, in place; return what was changed, as
+    `tamper` Findings about the grade id the cell ends with (or claimed)."""
     found = match(submitted, released)
     claimed = {meta(released.cells[i]).get("grade_id") for i in found.values()}
     changes = []
@@ -81,16 +83,18 @@ def restore(submitted, released):
         after = meta(released.cells[found[j]]) if j in found else {}
         if after:
             if not before:
-                changes.append(f"cell {j + 1}: its nbgrader metadata ({after.get('grade_id')}) was removed; restored")
+                changes.append(Finding("tamper", f"cell {j + 1}: its nbgrader metadata ({after.get('grade_id')}) was "
+                                                 "removed; restored", after.get("grade_id")))
             elif _describe(before) != _describe(after):
                 diff = ", ".join(f"{k} {before.get(k, d)!r} -> {after.get(k, d)!r}" for k, d in KEYS.items()
                                  if before.get(k, d) != after.get(k, d))
-                changes.append(f"{_label(j, cell)}: nbgrader metadata was changed ({diff}); restored")
+                changes.append(Finding("tamper", f"{_label(j, cell)}: nbgrader metadata was changed ({diff}); restored",
+                                       after.get("grade_id")))
             cell.setdefault("metadata", {})["nbgrader"] = copy.deepcopy(after)
         elif before:
             if not (j not in found and before.get("grade_id") in claimed):  # a plain copy is reported by flags.py
-                changes.append(f"{_label(j, cell)}: claims nbgrader metadata the lesson does not give it "
-                               f"(grade {before.get('grade', False)}, points {before.get('points', 0)}); "
-                               f"graded as an ordinary cell")
+                changes.append(Finding("tamper", f"{_label(j, cell)}: claims nbgrader metadata the lesson does not "
+                                       f"give it (grade {before.get('grade', False)}, points {before.get('points', 0)}); "
+                                       "graded as an ordinary cell", str(before.get("grade_id") or "") or None))
             del cell.metadata["nbgrader"]
     return changes

@@ -28,6 +28,7 @@ import json
 from pathlib import Path
 
 from .course import step_notebook
+from .job import Finding
 
 MAX_NOTEBOOK_BYTES = 100 * 2**20
 MAX_CELLS = 500
@@ -112,8 +113,8 @@ def check(course_root, lesson, student):
     digest = _sha256(data)
     try:
         record = json.loads((keep / "trim.json").read_text())
-        if record.get("trimmed_sha256") == digest:
-            return [record["flag"]]  # the notebook is the one trimmed before: same flag
+        if record.get("trimmed_sha256") == digest:  # the notebook trimmed before: the same flag
+            return [Finding("size", record["flag"].removeprefix("size: "))]  # older records held its whole line
     except (OSError, ValueError, KeyError, TypeError):
         pass
     try:
@@ -135,9 +136,9 @@ def check(course_root, lesson, student):
         trimmed = json.dumps(nb, indent=1, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (\ud800 in the JSON): keep it escaped
         trimmed = json.dumps(nb, indent=1).encode("ascii")
-    flag = (f"size: {'; '.join(done)}. The original is kept in {TRIMMED}/{student}/{lesson}/ (autograder/size.py "
+    flag = (f"{'; '.join(done)}. The original is kept in {TRIMMED}/{student}/{lesson}/ (autograder/size.py "
             f"gives the limits)")
     write_atomic(keep / "trim.json", json.dumps(dict(original_sha256=digest, trimmed_sha256=_sha256(trimmed),
                                                      flag=flag), indent=1).encode())
     write_atomic(path, trimmed)
-    return [flag]
+    return [Finding("size", flag)]

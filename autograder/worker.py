@@ -1,10 +1,9 @@
 """The grading worker: one submission, in a process of its own (the job's protocol is job.py's)."""
 import json
-import os
 import sys
 from pathlib import Path
 
-from .job import EVENTS_ENV, HANG, Job, JobFolder, event, read_events
+from .job import HANG, Job, JobFolder, event, read_events
 
 
 def sandbox_settings(job):
@@ -28,17 +27,17 @@ def work_retrying_a_hang(job):
     """work(job); a kernel hang (a cell that never started) is graded again once in a fresh kernel,
     and a second one fails the job as the grader's fault: never a zero the student earned."""
     outcome = work(job)
-    events = Path(os.environ.get(EVENTS_ENV, os.devnull))
-    hung = [e for e in read_events(events) if e.kind == HANG]
+    folder = JobFolder.current()
+    hung = [e for e in read_events(folder.events) if e.kind == HANG] if folder else []
     if not hung:
         return outcome
-    events.replace(events.with_name("events-hung.txt"))  # the first run's events, kept beside the report
-    event(HANG, f"graded again in a fresh kernel after the first run's {hung[0]}")
+    folder.events.replace(folder.hung_events)  # the first run's events, kept beside the report
+    event(HANG, f"graded again in a fresh kernel after the first run's {hung[0].text}", hung[0].cell)
     outcome = work(job)
-    again = [e for e in read_events(events) if e.kind == HANG][1:]
+    again = [e for e in read_events(folder.events) if e.kind == HANG][1:]
     if again:
         return {"success": False, "log": outcome["log"], "error": f"the grader's fault, not the student's: "
-                f"the kernel hung twice ({again[0]}); run grade again"}
+                f"the kernel hung twice ({again[0].text}); run grade again"}
     return outcome
 
 

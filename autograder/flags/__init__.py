@@ -37,21 +37,22 @@ code passed to eval/exec/compile), `introspect` and `history` (the introspect ru
 history name is), `structure`; `syntax` reads a cell as IPython runs it.
 """
 from .code import code_flags, test_helpers
-from .structure import structure_flags
+from .structure import deleted_tests, structure_flags
 from .syntax import parse
 
-__all__ = ["code_flags", "flag_submission", "parse", "structure_flags", "test_helpers"]
+__all__ = ["code_flags", "deleted_tests", "flag_submission", "parse", "structure_flags", "test_helpers"]
 
 
-def flag_submission(submitted_nb, source_nb, release_nb=None, restored_ids=None):
-    """Every flag for one submitted notebook, as one-line messages.
+def flag_submission(submitted_nb, source_nb, release_nb=None):
+    """Every static flag for one submitted notebook, as `Finding`s (job.py): the parent's, before grading. The
+    worker adds what it restored and the test cells grading cannot find (restore.py, `deleted_tests`).
 
     source_nb: the instructor version; release_nb: the student version as released (its
-    cells are provided code too); restored_ids: the grade ids the graded copy holds once its metadata is restored.
+    cells are provided code too).
     """
     unchanged = {s.strip() for nb in (source_nb, release_nb) if nb is not None for s in _sources(nb)}
     student_code = [s for s in _sources(submitted_nb) if s.strip() not in unchanged]
-    return structure_flags(submitted_nb, source_nb, restored_ids) + code_flags(student_code, test_helpers(source_nb))
+    return structure_flags(submitted_nb, source_nb) + code_flags(student_code, test_helpers(source_nb))
 
 
 def _sources(nb):

@@ -4,6 +4,7 @@ import ast
 import re
 
 from .. import cells
+from ..job import Finding
 from .history import history_reads, module_bindings
 from .introspect import introspection
 from .syntax import bound_names, parse, root_name
@@ -105,39 +106,39 @@ def _node_flags(node, watched):
         targets = [node.target]
     for t in targets:
         if isinstance(t, (ast.Attribute, ast.Subscript)) and watched(t):
-            found.append(f"patch: line {node.lineno} changes {ast.unparse(t)} ({watched(t)})")
+            found.append(Finding("patch", f"line {node.lineno} changes {ast.unparse(t)} ({watched(t)})"))
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
             and node.func.id in ("setattr", "delattr") and node.args and watched(node.args[0])):
-        found.append(f"patch: line {node.lineno} calls {node.func.id} on {ast.unparse(node.args[0])}")
+        found.append(Finding("patch", f"line {node.lineno} calls {node.func.id} on {ast.unparse(node.args[0])}"))
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__eq__" \
             and _always_true(node):
-        found.append(f"eq: line {node.lineno} defines __eq__ that always returns True")
+        found.append(Finding("eq", f"line {node.lineno} defines __eq__ that always returns True"))
     if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__eq__"
                                             for t in node.targets) \
             and isinstance(node.value, ast.Lambda) and isinstance(node.value.body, ast.Constant) \
             and node.value.body.value is True:
-        found.append(f"eq: line {node.lineno} sets __eq__ to a lambda that always returns True")
+        found.append(Finding("eq", f"line {node.lineno} sets __eq__ to a lambda that always returns True"))
     if isinstance(node, ast.Constant) and isinstance(node.value, str) and GRADER_FILES.search(node.value):
-        found.append(f"reach: line {node.lineno} names grader files: {node.value[:60]!r}")
+        found.append(Finding("reach", f"line {node.lineno} names grader files: {node.value[:60]!r}"))
     if isinstance(node, ast.ClassDef) and _lying_class(node):
-        found.append(f"lie: line {node.lineno} class {node.name} subclasses {_lying_class(node)} and "
-                     f"redefines how it compares or converts")
+        found.append(Finding("lie", f"line {node.lineno} class {node.name} subclasses {_lying_class(node)} and "
+                     f"redefines how it compares or converts"))
     if isinstance(node, ast.Attribute) and node.attr in KERNEL_ATTRIBUTES:
-        found.append(f"kernel: line {node.lineno} uses .{node.attr} (the kernel's own messaging and "
-                     f"execution machinery, which can fake or hide a test's result)")
+        found.append(Finding("kernel", f"line {node.lineno} uses .{node.attr} (the kernel's own messaging and "
+                     f"execution machinery, which can fake or hide a test's result)"))
     what = _escape(node)
     if what:
-        found.append(f"escape: line {node.lineno} {what} (work done there is out of the graded call's "
-                     f"watch: a forbidden operator or a large allocation would not be seen)")
+        found.append(Finding("escape", f"line {node.lineno} {what} (work done there is out of the graded call's "
+                     f"watch: a forbidden operator or a large allocation would not be seen)"))
     what = introspection(node)
     if what:
-        found.append(f"introspect: line {node.lineno} {what} (reads the running cell's source or the "
-                     f"call stack, where the hidden tests are)")
+        found.append(Finding("introspect", f"line {node.lineno} {what} (reads the running cell's source or the "
+                     f"call stack, where the hidden tests are)"))
     return found
 
 
 def code_flags(code_cells, helpers=frozenset()):
-    """Flags for a list of student code strings."""
+    """Flags (`Finding`s) for a list of student code strings."""
     parsed = [t for t in map(parse, code_cells) if t is not None]
     trees = [(t, "", i) for i, t in enumerate(parsed)]
     trees += [(found, where, i) for i, t in enumerate(parsed) for found, where in _code_in_strings(t)]
@@ -151,17 +152,17 @@ def code_flags(code_cells, helpers=frozenset()):
     for tree, where, cell in trees:
         count = len(flags)
         for line, name in history_reads(tree, before[cell], anywhere):
-            flags.append(f"introspect: line {line} reads IPython's history ({name}, where the hidden tests are)")
+            flags.append(Finding("introspect", f"line {line} reads IPython's history ({name}, where the hidden tests are)"))
         for node in ast.walk(tree):
             flags += _node_flags(node, watched)
         for node in tree.body:
             if not isinstance(node, (ast.Import, ast.ImportFrom)):
                 for name in set(bound_names(node)) & set(aliases):
-                    flags.append(f"patch: line {node.lineno} rebinds {name} ({aliases[name]})")
+                    flags.append(Finding("patch", f"line {node.lineno} rebinds {name} ({aliases[name]})"))
             for name in set(bound_names(node)) & set(helpers):
                 if not (isinstance(node, ast.ImportFrom) and (node.module or "").startswith("course_utils")):
-                    flags.append(f"helper: line {node.lineno} redefines test helper {name}")
-        flags[count:] = [f + where for f in flags[count:]]
+                    flags.append(Finding("helper", f"line {node.lineno} redefines test helper {name}"))
+        flags[count:] = [Finding(f.kind, f.text + where) for f in flags[count:]]
     return flags
 
 

@@ -1,35 +1,42 @@
-"""The `structure` rule: test cells deleted, edited, duplicated, moved or turned into another kind of cell."""
+"""The `structure` rule: test cells deleted, edited, duplicated, moved or turned into another kind of cell.
+
+`structure_flags` reads the submission as handed in; `deleted_tests` reads the graded copy, once its metadata is
+restored (the worker's RestoreCellMetadata calls it): a test cell is deleted when grading cannot find it."""
 import re
 
 from .. import cells
+from ..job import Finding
 
 
-def structure_flags(submitted_nb, source_nb, restored_ids=None):
-    """Test cells deleted, edited or duplicated, compared with the source notebook. restored_ids: the grade ids
-    the graded copy will hold after the metadata is restored (a test cell among them is not deleted)."""
-    flags = []
+def deleted_tests(graded_nb, released_nb):
+    """A `structure` Finding for every released test cell the graded copy (metadata restored) does not hold."""
+    held = {cells.grade_id(c) for c in graded_nb.cells}
+    return [Finding("structure", f"test cell {cells.grade_id(c)} was deleted (it scores zero)", cells.grade_id(c))
+            for c in released_nb.cells if cells.is_test(c) and cells.grade_id(c) not in held]
+
+
+def structure_flags(submitted_nb, source_nb):
+    """Test cells edited, duplicated, moved or turned into another kind, compared with the source notebook."""
     source_cells = {cells.grade_id(c): c for c in source_nb.cells if cells.grade_id(c)}
     seen = {}
     for cell in submitted_nb.cells:
         gid = cells.grade_id(cell)
         if gid:
             seen[gid] = seen.get(gid, 0) + 1
-    for gid, cell in source_cells.items():
-        if cells.is_test(cell) and gid not in seen and (restored_ids is None or gid not in restored_ids):
-            flags.append(f"structure: test cell {gid} was deleted (it scores zero)")
-    flags += [f"structure: cell {gid} appears {n} times (nbgrader keeps the first)" for gid, n in seen.items() if n > 1]
+    flags = [Finding("structure", f"cell {gid} appears {n} times (nbgrader keeps the first)", gid)
+             for gid, n in seen.items() if n > 1]
     for cell in submitted_nb.cells:
         gid = cells.grade_id(cell)
         src = source_cells.get(gid)
         if src is not None and cell.cell_type != src.cell_type:
             kind = "test cell" if cells.is_test(src) else "cell"
-            flags.append(f"structure: {kind} {gid} was turned into a {cell.cell_type} cell (nbgrader restores it as "
-                         f"a {src.cell_type} cell and grades it)")
+            flags.append(Finding("structure", f"{kind} {gid} was turned into a {cell.cell_type} cell (nbgrader "
+                                 f"restores it as a {src.cell_type} cell and grades it)", gid))
         elif src is not None and cells.nbgrader(src).get("locked") and cell.source.strip() != src.source.strip() \
                 and cells.HIDDEN_BEGIN not in src.source:
-            flags.append(f"structure: locked cell {gid} was edited (nbgrader restores it)")
+            flags.append(Finding("structure", f"locked cell {gid} was edited (nbgrader restores it)", gid))
         elif src is not None and cells.HIDDEN_BEGIN in src.source and not _same_visible(cell.source, src.source):
-            flags.append(f"structure: test cell {gid} was edited (nbgrader restores it)")
+            flags.append(Finding("structure", f"test cell {gid} was edited (nbgrader restores it)", gid))
     return flags + _moved(submitted_nb, source_nb)
 
 
@@ -53,7 +60,8 @@ def _moved(submitted_nb, source_nb):
     for i, gid in enumerate(kept):
         if gid not in in_place:
             after = f"below {kept[i - 1]}" if i else "to the top"
-            flags.append(f"structure: cell {gid} was moved {after} (grading runs cells in the submitted order)")
+            flags.append(Finding("structure", f"cell {gid} was moved {after} (grading runs cells in the submitted "
+                                 "order)", gid))
     return flags
 
 

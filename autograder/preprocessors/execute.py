@@ -92,7 +92,7 @@ class GradingExecute(SlicedWaits, Execute):
             stdout, error = "", self._withhold(cell, f"test cell {cells.grade_id(cell)} failed after a cell timed out "
                                                      "while the machine was too busy to run the kernel")
         for note in self._runner.session.take_notes():
-            event("integrity", f"{note} (test cell {cells.grade_id(cell)})")
+            event("integrity", f"{note} (test cell {cells.grade_id(cell)})", cells.grade_id(cell))
         cell.outputs = verdicts.outputs_for(stdout, error)
         cell.execution_count = None
         return cell
@@ -100,7 +100,8 @@ class GradingExecute(SlicedWaits, Execute):
     def _withhold(self, cell, why):
         """Leave a test cell for manual grading (SaveGrades): the error it shows, after a grader: event."""
         self._withheld.append(cells.grade_id(cell))
-        event("grader", f"{why}: left for manual grading (pending in formgrader and the exports), review it")
+        event("grader", f"{why}: left for manual grading (pending in formgrader and the exports), review it",
+              cells.grade_id(cell))
         return verdicts.GraderSideError(f"the grader could not judge this test ({why[:300]}): it is left for your "
                                         "instructor to grade by hand")
 
@@ -154,7 +155,8 @@ class GradingExecute(SlicedWaits, Execute):
                 for change in changes:
                     if change not in self._reported:
                         self._reported.add(change)
-                        event("integrity", f"{change} (first seen after test cell {cells.grade_id(cell)})")
+                        event("integrity", f"{change} (first seen after test cell {cells.grade_id(cell)})",
+                              cells.grade_id(cell))
         return cell, resources
 
 

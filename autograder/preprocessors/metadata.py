@@ -3,17 +3,23 @@ from nbgrader.preprocessors import DeduplicateIds as NbgraderDeduplicateIds
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from ..course import lesson_notebook
+from ..flags.structure import deleted_tests
+from ..job import event
 from ..restore import restore
 
 
 class RestoreCellMetadata(NbGraderPreprocessor):
-    """restore.py before nbgrader's OverwriteCells: every cell gets its released nbgrader metadata back."""
+    """restore.py before nbgrader's OverwriteCells: every cell gets its released nbgrader metadata back. What it
+    changed, and every released test cell the graded copy still lacks, goes to the parent as events (job.py)."""
 
     def preprocess(self, nb, resources):
         released = lesson_notebook(self.config, resources, "release") or \
             lesson_notebook(self.config, resources, "source")
-        for change in restore(nb, released) if released is not None else []:
-            self.log.warning("tampered: %s", change)
+        if released is None:
+            return nb, resources
+        for found in restore(nb, released) + deleted_tests(nb, released):
+            self.log.warning("%s", found)
+            event(found.kind, found.text, found.cell)
         return nb, resources
 
 

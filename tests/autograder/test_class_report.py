@@ -88,9 +88,10 @@ def test_point_biserial_matches_its_formula_and_is_undefined_where_nothing_varie
 
 def test_what_a_message_holds_is_escaped(tmp_path):
     from autograder.class_report import Submission, _items, _lesson_page
+    from autograder.job import Finding
     hostile = Submission("ann", status="graded", score=0, max_score=1, cells={"t": 0.0},
                          failures={"t": ("AssertionError", "<script>alert(1)</script> got <img src=x>")},
-                         flags=["integrity: <a href='javascript:x'>click</a>"])
+                         flags=[Finding("integrity", "<a href='javascript:x'>click</a>")])
     page = _lesson_page("00_x", _items([("t", 1.0)], [hostile]), [hostile])
     assert "<script>alert" not in page and "<img src=x>" not in page and "<a href='javascript" not in page
     assert "&lt;script&gt;" in page

@@ -2,7 +2,8 @@
 import nbformat
 import pytest
 
-from autograder.flags import code_flags, flag_submission
+from autograder.flags import code_flags, deleted_tests, flag_submission
+from autograder.restore import restore
 
 HELPERS = {"check_close", "check_true"}
 
@@ -60,9 +61,16 @@ SOURCE = _notebook(("answer", "def f():\n    ### BEGIN SOLUTION\n    return 1\n 
                     {"grade": True, "locked": True, "points": 1}))
 
 
-def test_deleted_test_cell_is_flagged():
-    submitted = _notebook(("answer", "def f():\n    return 1", {"solution": True}))
-    assert any("test cell test_f was deleted" in f for f in flag_submission(submitted, SOURCE))
+def test_a_test_cell_the_graded_copy_lacks_is_flagged_as_deleted_and_one_restored_is_not():
+    """deleted_tests reads the graded copy once its metadata is restored (the worker reports it, job.py)."""
+    graded = _notebook(("answer", "def f():\n    return 1", {"solution": True}))
+    (found,) = deleted_tests(graded, SOURCE)
+    assert (found.kind, found.cell, str(found)) == ("structure", "test_f",
+                                                    "structure: test cell test_f was deleted (it scores zero)")
+    renamed = _notebook(("answer", "def f():\n    return 1", {"solution": True}), ("mine", "assert f() == 1\n", {}))
+    assert not any(f.kind == "structure" for f in flag_submission(renamed, SOURCE))  # nothing claims it deleted
+    assert [c.kind for c in restore(renamed, SOURCE)] == ["tamper"]  # its grade id given back, by position
+    assert deleted_tests(renamed, SOURCE) == []
 
 
 def test_edited_test_cell_is_flagged_but_the_student_copy_is_not():

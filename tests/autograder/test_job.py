@@ -5,7 +5,7 @@ import json
 import pytest
 
 from autograder import job
-from autograder.grading import flag_for
+from autograder.job import as_flag as flag_for
 
 
 @pytest.fixture
@@ -26,7 +26,7 @@ def test_kernel_text_with_a_newline_cannot_forge_a_second_event(events):
 def test_event_text_is_stripped_of_control_characters_and_capped(events):
     job.event("integrity", "np.allclose: \x1b[31mred\x00\u2028" + "x" * 2000)
     (found,) = job.read_events(events)
-    assert found.startswith("np.allclose: ") and "red" in found and len(found) == job.MAX_EVENT_CHARS
+    assert found.text.startswith("np.allclose: ") and "red" in found.text and len(found.text) == job.MAX_EVENT_CHARS
     assert not any(ord(c) < 32 or c == "\u2028" for c in found)
 
 
@@ -35,7 +35,7 @@ def test_an_unknown_kind_is_refused_and_a_malformed_line_is_skipped(events):
         job.event("hang:", "cell 1")
     events.write_text("hang: an old-style line\n" + json.dumps({"kind": "nonsense", "text": "x"}) + "\n"
                       + json.dumps({"kind": "timeout", "text": "cell 2 timed out"}) + "\n")
-    assert [(e.kind, str(e)) for e in job.read_events(events)] == [("timeout", "cell 2 timed out")]
+    assert [(e.kind, e.text) for e in job.read_events(events)] == [("timeout", "cell 2 timed out")]
 
 
 def test_the_parent_flags_by_kind_and_a_grader_side_failure_is_flagged_for_review(events):
@@ -49,11 +49,22 @@ def test_the_parent_flags_by_kind_and_a_grader_side_failure_is_flagged_for_revie
                      "integrity: np.allclose was replaced"]
 
 
-def test_an_event_survives_pickling_with_its_kind():
-    """A Result carries its events back from a Dask worker, pickled."""
+def test_a_finding_survives_pickling_and_its_record_with_its_kind_and_cell():
+    """A Result carries its findings back from a Dask worker, pickled; a report holds them as records."""
     import pickle
-    event = pickle.loads(pickle.dumps(job.Event("runtime", "the kernel died in cell 2")))
-    assert event == "the kernel died in cell 2" and event.kind == "runtime" and type(event) is job.Event
+    found = job.Finding("grader", "the grader could not run test cell t", "t")
+    for back in (pickle.loads(pickle.dumps(found)), job.Finding.from_record(json.loads(json.dumps(found.record())))):
+        assert type(back) is job.Finding and (back.kind, back.text, back.cell) == ("grader", found.text, "t")
+        assert back == "grader: the grader could not run test cell t"
+
+
+def test_a_report_is_read_back_as_findings_and_what_is_not_a_finding_is_dropped():
+    records = [{"kind": "patch", "text": "line 2 changes np.allclose (numpy)", "cell": None},
+               "structure: test cell t was deleted (it scores zero)",  # a report written before findings were records
+               {"kind": "x", "text": 3}, ["kind", "text"], {"kind": "eq", "text": "y", "cell": 7}]
+    assert [(f.kind, f.text) for f in job.findings(records)] == [
+        ("patch", "line 2 changes np.allclose (numpy)"), ("structure", "test cell t was deleted (it scores zero)")]
+    assert job.findings("not a list") == []
 
 
 def test_job_json_holds_each_limit_once_and_the_worker_gives_the_launcher_what_the_parent_probed(tmp_path):

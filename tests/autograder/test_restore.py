@@ -46,11 +46,14 @@ def test_restore_strips_graded_metadata_from_a_provided_or_new_cell():
     submitted.cells.append(tiny.cell("print('mine')", "new", grade_id="extra", grade=True, points=9))
     changes = restore(submitted, tiny.released())
     assert "nbgrader" not in submitted.cells[0].metadata and "nbgrader" not in submitted.cells[3].metadata
-    assert [c.split(":")[0] for c in changes] == ["cell 1 (bonus)", "cell 4 (extra)"]
+    assert [(c.kind, c.cell, c.text.split(":")[0]) for c in changes] == [("tamper", "bonus", "cell 1 (bonus)"),
+                                                                          ("tamper", "extra", "cell 4 (extra)")]
 
 
 def test_restore_gives_back_metadata_that_was_removed():
     submitted = tiny.copy(tiny.released())
     del submitted.cells[2].metadata["nbgrader"]
-    assert restore(submitted, tiny.released()) == ["cell 3: its nbgrader metadata (test_f) was removed; restored"]
+    (change,) = restore(submitted, tiny.released())
+    assert (change.kind, change.cell, change.text) == ("tamper", "test_f",
+                                                       "cell 3: its nbgrader metadata (test_f) was removed; restored")
     assert submitted.cells[2].metadata.nbgrader["points"] == 2
