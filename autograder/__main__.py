@@ -125,11 +125,11 @@ def main(argv=None):
         result = collect(args.source, course, lesson_ids(), roster=args.roster)
         return 2 if result.problems or result.collisions else 0
     elif args.command == "grade":
-        from .grading import GradingInterrupted, grade
+        from .run.grading import GradingInterrupted, grade
         limits = limits_from(args)
         try:
             if args.scheduler:
-                from .cluster import grade_cluster
+                from .run.cluster import grade_cluster
                 results = grade_cluster(course, args.lessons or None, args.student, args.scheduler, limits=limits,
                                         force=args.force)
             else:
@@ -159,7 +159,7 @@ def main(argv=None):
 
 def _check(lessons):
     from .course import SOLUTIONS
-    from .verdicts import check_lesson
+    from .kernel.verdicts import check_lesson
     failed = 0
     for lesson in lessons:
         path = Path(lesson) if lesson.endswith(".ipynb") else next(SOLUTIONS.glob(f"{lesson}*.ipynb"), None)

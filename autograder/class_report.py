@@ -8,9 +8,7 @@ and each exercise's item statistics. A failure message is shown as the student's
 (`preprocessors/shown.py`: the error's name, the message cut, hidden-test lines scrubbed), so the page holds no
 hidden test. Every text is escaped, every picture is a PNG inside the page, and the page loads nothing.
 """
-import base64
 import html
-import io
 import json
 import math
 import re
@@ -21,6 +19,7 @@ from pathlib import Path
 from urllib.parse import quote
 
 from .course import report_path, step_folder, step_notebook
+from .class_report_figures import class_figures
 from .job import findings
 
 FOLDER = "class_report"  # <course>/class_report/<lesson>.html and index.html
@@ -41,7 +40,7 @@ class Submission:
 
 def build_report(course_root, lessons=None, log=print):
     """Write <course>/class_report/<lesson>.html for each graded lesson and index.html; returns the index."""
-    from .gradebook import open_gradebook
+    from .run.gradebook import open_gradebook
 
     course_root = Path(course_root).resolve()
     out = course_root / FOLDER
@@ -72,7 +71,7 @@ def _read_lesson(course_root, gb, lesson):
     from nbgrader.api import MissingEntry
 
     from . import cells as cellmod
-    from .gradebook import pending
+    from .run.gradebook import pending
     source_path = step_notebook(course_root, "source", lesson)
     if not source_path.exists():
         return [], []
@@ -196,40 +195,6 @@ def _lesson_summary(lesson, items, submissions):
 
 # ------------------------------------------------------------------ the pages
 
-def _png(fig):
-    import matplotlib.pyplot as plt
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight")
-    plt.close(fig)
-    return base64.b64encode(buffer.getvalue()).decode()
-
-
-def _figures(submissions, items):
-    """(score distribution PNG, pass rate PNG), base64."""
-    import matplotlib
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-    graded = [s for s in submissions if s.status == "graded" and s.max_score]
-    fig, ax = plt.subplots(figsize=(6, 2.8))
-    top = max((s.max_score for s in graded), default=1)
-    scores = [s.score for s in graded]
-    whole = top <= 40 and all(float(x).is_integer() for x in scores + [top])  # one bar per score, centred on it
-    ax.hist(scores, bins=[x - 0.5 for x in range(int(top) + 2)] if whole else min(20, max(5, int(top) + 1)),
-            range=None if whole else (0, top), color="#3465a4", edgecolor="white")
-    if whole:
-        ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
-    ax.set(xlabel=f"score (of {top:g})", ylabel="submissions", title=f"scores of {len(graded)} graded submissions")
-    ax.yaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))  # counts of submissions
-    scores = _png(fig)
-    ordered = sorted((i for i in items if i["rate"] is not None), key=lambda i: i["rate"])
-    fig, ax = plt.subplots(figsize=(6, 0.45 * max(3, len(ordered)) + 0.8))
-    ax.barh([i["name"] for i in ordered][::-1], [100 * i["rate"] for i in ordered][::-1], color="#4e9a06")
-    for y, i in enumerate(ordered[::-1]):
-        ax.text(min(100 * i["rate"] + 1, 92), y, f"{100 * i['rate']:.0f}%", va="center", fontsize=8)
-    ax.set(xlim=(0, 100), xlabel="% of graded submissions with full marks", title="each exercise, hardest first")
-    return scores, _png(fig)
-
-
 STYLE = """body{font-family:system-ui,sans-serif;max-width:60rem;margin:2rem auto;padding:0 1rem;color:#1a1a1a;
 line-height:1.45}table{border-collapse:collapse;margin:.5rem 0 1rem}th,td{border:1px solid #888;padding:.25rem .5rem;
 text-align:left;vertical-align:top}th{background:#eee}td.n{text-align:right}code{background:#f2f2f2;padding:0 .2rem}
@@ -257,7 +222,7 @@ def _student_links(lesson, students):
 def _lesson_page(lesson, items, submissions):
     e = html.escape
     graded = [s for s in submissions if s.status == "graded"]
-    scores_png, rates_png = _figures(submissions, items)
+    scores_png, rates_png = class_figures(submissions, items)
     mean = statistics.fmean([s.score for s in graded]) if graded else 0
     top = max((s.max_score for s in graded), default=0)
     hardest_first = sorted(items, key=lambda i: (i["rate"] is None, i["rate"] or 0))

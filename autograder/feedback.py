@@ -132,7 +132,7 @@ def generate_feedback(course_root, lessons=None, students=None, log=print):
     """HTML feedback in course_root/feedback/<student>/<lesson>/ for every autograded submission."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
-    from .settings import grading_config
+    from .run import grading_config
     config = grading_config(course_root)
     api = NbGraderAPI(CourseDirectory(config=config), config=config)
     written = []

@@ -28,7 +28,7 @@ c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
 # - RestoreCellMetadata gives every cell the nbgrader metadata it was released
 #   with (autograder/restore.py): a renamed grade_id or an answer cell marked as
 #   graded no longer fails the whole notebook;
-# - GradingExecute runs the runtime integrity check (autograder/integrity.py)
+# - GradingExecute runs the runtime integrity check (autograder/kernel/integrity.py)
 #   after every test cell; python -m autograder swaps in SandboxedExecute;
 # - TestCellOutcome makes the rule pass/fail: a test cell earns its points if and
 #   only if it raised no error. Whatever student code printed, warned, logged

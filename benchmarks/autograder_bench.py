@@ -9,7 +9,7 @@ Each student submits every lesson, filled in with the solutions (a perfect class
 2. the speed-up of --jobs 2 over --jobs 1 (goal: at least 1.6x on 2 cores);
 3. grading (--jobs 1) against plain nbclient execution of the same notebooks, one after the
    other, in the same fast mode (goal: at most 1.25x);
-4. the runtime integrity check on its own (autograder/integrity.py), run in this process as the
+4. the runtime integrity check on its own (autograder/kernel/integrity.py), run in this process as the
    kernel runs it: the baseline (which imports what the notebooks import anyway) and one check.
 
 Wall and CPU seconds are both reported. CPU is the whole machine's busy time (/proc/stat)
@@ -31,8 +31,8 @@ sys.path.insert(0, str(REPO))
 import nbformat  # noqa: E402
 
 from autograder.course import release  # noqa: E402
-from autograder import zygote  # noqa: E402
-from autograder.grading import Limits, grade  # noqa: E402
+from autograder.run import zygote  # noqa: E402
+from autograder.run.grading import Limits, grade  # noqa: E402
 from tests.nbtools import LESSONS, SOLUTIONS, execute, fill_solutions, load  # noqa: E402
 
 
@@ -80,7 +80,7 @@ def run_plain(perfect, students):
 def integrity_cost(repeats=20):
     """Seconds for the integrity baseline and for one check, in this process, as the kernel runs them."""
     import json
-    from autograder import integrity
+    from autograder.kernel import integrity
     watch = integrity.Watch()
     _, expression = watch.request("baseline")
     start = time.perf_counter()

@@ -27,7 +27,7 @@ import nbformat  # noqa: E402
 
 from autograder.class_report import build_report  # noqa: E402
 from autograder.course import release  # noqa: E402
-from autograder.grading import Limits, grade  # noqa: E402
+from autograder.run.grading import Limits, grade  # noqa: E402
 from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, load  # noqa: E402
 
 

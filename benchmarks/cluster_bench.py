@@ -26,8 +26,8 @@ sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 
 from autograder_bench import make_class  # noqa: E402
 
-from autograder import cluster  # noqa: E402
-from autograder.grading import Limits, grade, submissions  # noqa: E402
+from autograder.run import cluster  # noqa: E402
+from autograder.run.grading import Limits, grade, submissions  # noqa: E402
 from tests.nbtools import LESSONS  # noqa: E402
 
 

@@ -33,7 +33,8 @@ def lesson_path(name):
 
 def sandbox_settings(cwd):
     """The grader's sandbox settings, probed once (warnings printed)."""
-    from autograder import grading, sandbox
+    from autograder.run import grading
+    from autograder import sandbox
     settings, warnings = sandbox.probe(grading.sandbox_settings(cwd, grading.Limits()))
     for w in warnings:
         print(f"WARNING: {w}", flush=True)

@@ -28,7 +28,7 @@ sys.path[:0] = [str(REPO)]
 from jupyter_client.manager import AsyncKernelManager  # noqa: E402
 
 from autograder import sandbox  # noqa: E402
-from autograder.grading import Limits, sandbox_settings  # noqa: E402
+from autograder.run.grading import Limits, sandbox_settings  # noqa: E402
 
 
 async def start_once(make_km, cwd):

@@ -2,9 +2,10 @@
 
 It holds no answer to a graded exercise: the notebooks pass their own functions in.
 """
-from .checks import (ForbiddenCall, call_with_grads, charged, check_close, check_shape, check_true, end_cell, forbid,
-                     in_place_allowed, launcher_only, plain_array, plain_float, plain_tensor, require, stand_in,
-                     standing_in)
+from .checks import (ForbiddenCall, check_close, check_shape, check_true, plain_array, plain_float, plain_tensor,
+                     require)
+from .refusals import forbid, launcher_only
+from .charged_once import call_with_grads, charged, end_cell, in_place_allowed, stand_in, standing_in
 from .data import BOS, EOS, PAD, Batch, ReversalTask, Vocab, pad_sequences
 from .measured import LESSON02_RNN_BY_LENGTH
 from .plotting import plot_accuracy_by_length, plot_attention, plot_curves

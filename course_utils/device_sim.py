@@ -31,6 +31,7 @@ import warnings
 import torch
 import torch.utils._pytree as pytree
 from torch.overrides import TorchFunctionMode
+from .ambient import AMBIENT
 
 __all__ = ["SIMULATED", "simulated_gpu", "is_simulating", "install"]
 
@@ -43,7 +44,6 @@ _RNNS = {torch.gru, torch.lstm, torch.rnn_tanh, torch.rnn_relu}
 _MIXING_ALLOWED = {"copy_", "__setitem__", "__getitem__", "index_put_", "index_put", "new_tensor", "new_zeros",
                    "new_ones", "new_empty", "new_full", "__repr__", "__format__", "_has_compatible_shallow_copy_type",
                    "set_", "tolist", "item", "numel", "size", "dim", "__len__"}
-_active = []
 _installed = []  # the context install() entered, kept alive (a collected generator would exit it)
 
 
@@ -216,7 +216,7 @@ class _Placement(TorchFunctionMode):
 
 def is_simulating():
     """True while the simulated GPU is in force."""
-    return bool(_active)
+    return bool(AMBIENT.simulated_gpu)
 
 
 @contextlib.contextmanager
@@ -224,7 +224,7 @@ def simulated_gpu():
     """Run a block as if on a GPU: see the module's docstring."""
     mode = _Placement()
     # held here: a simulation left on by install() ends at interpreter exit, when module globals are None
-    active, torch_module, real_generator = _active, torch, torch.Generator
+    active, torch_module, real_generator = AMBIENT.simulated_gpu, torch, torch.Generator
     torch.Generator = SimulatedGenerator
     active.append(mode)
     try:
@@ -239,7 +239,7 @@ def simulated_gpu():
 
 def install():
     """Turn the simulation on for the rest of the process (``COURSE_DEVICE=sim``)."""
-    if not _active:
+    if not AMBIENT.simulated_gpu:
         warnings.filterwarnings("ignore", message="PyTorch was compiled without cuDNN")
         context = simulated_gpu()
         context.__enter__()

@@ -15,6 +15,7 @@ import os
 import re
 
 import torch
+from .ambient import AMBIENT
 
 TRITON_FLOOR = (3, 4)  # pyproject.toml's floor: triton.knobs, which count_work uses on a GPU, is new in 3.4
 _TRITON_MISSING = (
@@ -160,7 +161,6 @@ class KernelWork:
                 f"{self.stores} stores ({self.bytes_stored:,} B); {self.dot_flops:,} FLOPs in tl.dot")
 
 
-_ACTIVE = []  # the count_work blocks open now, innermost last: the interpreter's events go to every one of them
 _PATCHED = {}  # (owner, attribute) -> Triton's own, while any block is open
 
 
@@ -170,7 +170,7 @@ def _add(work, name, value):
 
 def counting():
     """The count_work blocks now open, innermost last (the grader counts its remote calls for them)."""
-    return list(_ACTIVE)
+    return list(AMBIENT.work)
 
 
 def _itemsize(handle):
@@ -209,7 +209,7 @@ def _install():
 
 def _add_to_open(**counts):
     """Add to every open block: a block opened inside another (the student's own) hides nothing."""
-    for work in _ACTIVE:
+    for work in AMBIENT.work:
         for name, value in counts.items():
             _add(work, name, value)
 
@@ -281,14 +281,14 @@ def count_work():
     block inside another counts part of what the outer one counts, and hides nothing from it.
     """
     work = KernelWork()
-    if not _ACTIVE:
+    if not AMBIENT.work:
         _install()
-    _ACTIVE.append(work)
+    AMBIENT.work.append(work)
     try:
         yield work
     finally:
-        del _ACTIVE[next(i for i, block in enumerate(_ACTIVE) if block is work)]  # by identity: equal counts differ
-        if not _ACTIVE:
+        del AMBIENT.work[next(i for i, block in enumerate(AMBIENT.work) if block is work)]  # by identity: equal counts differ
+        if not AMBIENT.work:
             _uninstall()
 
 

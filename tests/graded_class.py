@@ -19,7 +19,7 @@ import nbformat
 from autograder.collect import collect
 from autograder.export import export
 from autograder.feedback import generate_feedback
-from autograder.grading import Limits, grade
+from autograder.run.grading import Limits, grade
 from tests.autograder import hostile
 from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, json_variable_cell, load, solution_ids
 

@@ -177,23 +177,23 @@ class LessonCode:
         namespace = self._answered(replacement)
         # as in a notebook, where IPython's user namespace is the one cu.stand_in rebinds names in
         with contextlib.redirect_stdout(io.StringIO()), \
-                mock.patch("course_utils.checks._notebook_namespace", lambda: namespace):
+                mock.patch("course_utils.charged_once.notebook_namespace", lambda: namespace):
             try:
                 exec(self.tests[test_id], namespace)
             finally:
-                from course_utils.checks import end_cell
+                from course_utils.charged_once import end_cell
                 end_cell()  # (IPython's post_run_cell would)
 
     def run_all_test_cells(self, replacement=None):
         """{test_id: None if the cell passed, else the exception it raised}: every graded test cell,
-        in notebook order, run the grader's way (autograder.verdicts: the test cell in a namespace of
+        in notebook order, run the grader's way (autograder.kernel.verdicts: the test cell in a namespace of
         its own built from the grader-setup cells, the answers reached through remote handles) against
         one namespace, standing in for the kernel, that holds every answer with `replacement` in place.
         So a test cell that rebinds a student's name or writes into a student's object changes
         nothing the answers see, as in grading."""
         import contextlib
         import io
-        from autograder import verdicts
+        from autograder.kernel import verdicts
         if self._grader_tests is None:
             self._grader_tests = verdicts.LessonTests(load(SOLUTIONS / f"{self.lesson}.ipynb"))
         with contextlib.redirect_stdout(io.StringIO()):

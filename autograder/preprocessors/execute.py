@@ -17,7 +17,8 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Enum, Integer
 
-from .. import cells, integrity, kernel_meter, sandbox, verdicts
+from .. import cells, sandbox
+from ..kernel import integrity, meter, verdicts
 from ..sandbox import clock
 from .grades import WITHHELD
 from ..sandbox.limits import Limits
@@ -54,7 +55,7 @@ class GradingExecute(SlicedWaits, Execute):
         self._integrity_off = not self.integrity_check
         self._reported, self._withheld = set(), []
         self._clock, self._starved, self._cgroup = None, False, None
-        self._meter = kernel_meter.Meter()
+        self._meter = meter.Meter()
         try:
             nb, resources = super().preprocess(nb, resources, km)
         finally:

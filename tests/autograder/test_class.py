@@ -17,7 +17,7 @@ import nbformat
 import pytest
 
 from autograder import cells
-from autograder.grading import Limits, grade
+from autograder.run.grading import Limits, grade
 from tests.autograder import tiny
 from tests.autograder.hostile import (FEEDBACK_FOR, KERNEL_PATCHES, QUICKEST, TEST_LESSONS, last_function_answer,
                                       graded_test_ids, without_demonstrations)
@@ -291,12 +291,12 @@ def test_a_dead_kernel_is_one_flag(graded):
 
 
 def test_a_worker_past_the_hard_limit_is_killed_scored_zero_and_flagged(tiny_course, tmp_path, monkeypatch):
-    import autograder.grading
+    import autograder.run.grading
     lesson = tiny.LESSON
     course = tmp_path / "course"
     shutil.copytree(tiny_course, course)
     submit(course, lesson, "stuck", load(course / "release" / lesson / f"{lesson}.ipynb"))
-    monkeypatch.setattr(autograder.grading, "HARD_LIMIT_GRACE_S", 0)  # a 1 s hard limit: a worker needs longer to start a kernel
+    monkeypatch.setattr(autograder.run.grading, "HARD_LIMIT_GRACE_S", 0)  # a 1 s hard limit: a worker needs longer to start a kernel
     [r] = grade(course, [lesson], limits=Limits(notebook_timeout=1), log=lambda *_: None)
     assert r.status == "failed" and r.score == 0 and r.max_score > 0, r
     assert any("hard limit" in f for f in r.flags), r.flags
@@ -449,7 +449,7 @@ def _section(page, name):
 def test_the_class_report_groups_every_failure_in_the_gradebook_lists_every_flag_and_shows_no_hidden_test(
         graded_class):
     from autograder.class_report import build_report
-    from autograder.gradebook import open_gradebook, pending
+    from autograder.run.gradebook import open_gradebook, pending
     from tools import site
     course = graded_class.course
     index = build_report(course, log=lambda *_: None).read_text()

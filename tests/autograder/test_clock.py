@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from autograder.grading import Limits, grade
+from autograder.run.grading import Limits, grade
 from autograder.sandbox import clock
 from tests.autograder import tiny
 from tests.nbtools import fill_solutions, load, submit

@@ -19,9 +19,9 @@ import pytest
 
 pytest.importorskip("distributed", reason="Dask is the optional extra `cluster`: pip install -e .[cluster]")
 
-from autograder import cluster  # noqa: E402
+from autograder.run import cluster  # noqa: E402
 from autograder.export import export  # noqa: E402
-from autograder.grading import submissions  # noqa: E402
+from autograder.run.grading import submissions  # noqa: E402
 from tests.autograder import tiny  # noqa: E402
 from tests.autograder.hostile import QUICKEST  # noqa: E402
 from tests.graded_class import LIMITS  # noqa: E402
@@ -154,7 +154,7 @@ def test_ctrl_c_under_a_scheduler_ends_as_local_grading_does(monkeypatch, tmp_pa
     """Ctrl-C while results arrive: the same GradingInterrupted as local grading (`grade` exits 130), naming
     what was not graded; it used to return normally (exit 0)."""
     import distributed
-    from autograder.grading import GradingInterrupted
+    from autograder.run.grading import GradingInterrupted
 
     class Future:
         def cancel(self):

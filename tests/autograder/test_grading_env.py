@@ -24,6 +24,6 @@ def test_the_sandboxed_kernel_gets_fast_mode_and_no_other_course_variable(monkey
 
 
 def test_grade_uses_the_cell_timeout_of_nbgrader_config_unless_told_otherwise(tmp_path):
-    from autograder.grading import Limits, grading_config
+    from autograder.run.grading import Limits, grading_config
     assert grading_config(tmp_path, limits=Limits()).Execute.timeout == 120  # nbgrader_config.py's, as plain nbgrader
     assert grading_config(tmp_path, limits=Limits(cell_timeout=7)).Execute.timeout == 7

@@ -3,7 +3,7 @@ import json
 
 import pytest
 
-from autograder import integrity
+from autograder.kernel import integrity
 
 
 def _kernel_answer(watch, mode):

@@ -68,7 +68,7 @@ def test_a_report_is_read_back_as_findings_and_what_is_not_a_finding_is_dropped(
 
 
 def test_job_json_holds_each_limit_once_and_the_worker_gives_the_launcher_what_the_parent_probed(tmp_path):
-    from autograder import grading, worker
+    from autograder.run import grading, worker
     limits = grading.Limits(memory_mb=1234, nproc=77, fsize_mb=9, notebook_timeout=45)
     settings = {**grading.sandbox_settings(tmp_path, limits), "bwrap": False}  # as a probe may return it
     text = grading.job_record(tmp_path, "01_x", "alice", "sqlite:///g.db", limits, settings).to_json()

@@ -1,4 +1,4 @@
-"""Lesson 11's kernels are counted where the student cannot reach (autograder/kernel_meter.py).
+"""Lesson 11's kernels are counted where the student cannot reach (autograder/kernel/meter.py).
 
 A counted call's Triton launches run in a process the grader starts: the source a kernel may have is checked
 there (what Triton's compiler reads, tl.* and constants, nothing private), its work is counted there, and what
@@ -12,7 +12,9 @@ import pytest
 import torch
 
 import course_utils as cu
-from autograder import kernel_meter, verdicts
+from autograder.kernel import meter as kernel_meter
+from autograder.kernel import meter_process
+from autograder.kernel import verdicts
 from course_utils.kernels import count_work
 from tests.mistakes.lesson11 import _solution, _variant
 
@@ -25,7 +27,7 @@ SOFTMAX = _solution("softmax_rows")
 def _checked(source):
     import math
     namespace = {"tl": tl, "triton": triton, "math": math, "LIMIT": 4}
-    return kernel_meter.check(textwrap.dedent(source), namespace, kernel_meter.value_attributes(tl))
+    return meter_process.check(textwrap.dedent(source), namespace, meter_process.value_attributes(tl))
 
 
 def _kernel_source(cell):
@@ -58,7 +60,7 @@ REFUSED = {
 @pytest.mark.parametrize("name", sorted(REFUSED))
 def test_a_kernel_that_reaches_past_triton_is_refused_with_why(name):
     source, why = REFUSED[name]
-    with pytest.raises(kernel_meter.Refused, match=why.replace(".", r"\.").replace("(", r"\(")):
+    with pytest.raises(meter_process.Refused, match=why.replace(".", r"\.").replace("(", r"\(")):
         _checked(source)
 
 

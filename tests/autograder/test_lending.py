@@ -1,4 +1,4 @@
-"""What a test defines is lent to the student's code, never sent (autograder/remote.py).
+"""What a test defines is lent to the student's code, never sent (autograder/kernel/lending.py).
 
 A fake model, a reference function or a lambda made by a test stays in the grader's process: the
 student's code gets a stand-in whose calls and public attributes are questions to the grader.
@@ -13,7 +13,8 @@ import nbformat
 import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograder import remote, verdicts
+from autograder.kernel import session as remote  # the Session (its lending half: lending.py)
+from autograder.kernel import verdicts
 from tests.autograder.test_verdicts import SETUP, _session, kernel, run_in_kernel  # noqa: F401 (a fixture)
 
 TESTS = {
@@ -135,7 +136,7 @@ def apply(fn, x):
 
 def test_a_request_carries_no_code_only_a_number_for_each_test_object():
     secret = "hidden-constant-" + "71853"
-    namespace = {"__name__": remote.TEST_MODULE}
+    namespace = {"__name__": verdicts.TEST_MODULE}
     exec("def reference(x):\n    return x + len(%r)\nclass Fake:\n    pass\n" % secret, namespace)
     session = remote.Session(lambda payload, callback: None)
     payload = session._pickle((namespace["reference"], namespace["Fake"](), lambda t: t * 7.25, torch.ones(2)))
@@ -154,7 +155,7 @@ def test_a_request_carries_no_code_only_a_number_for_each_test_object():
 def test_a_lent_object_asked_for_gigabytes_fails_the_students_call_and_the_grader_lives_on():
     """The kernel chooses a lent object's arguments: a fixture that allocates what it is asked for (a cache
     of 3 GiB here) must not take the grader's memory with it."""
-    namespace = {"__name__": remote.TEST_MODULE, "torch": torch}
+    namespace = {"__name__": verdicts.TEST_MODULE, "torch": torch}
     exec("def make_cache(n):\n    return int(torch.ones(n, dtype=torch.uint8)[::4096].sum())\n", namespace)
     kernel = {"__name__": "__main__"}
     exec("def use(make):\n    return make(3 * 2**30)\ndef small(make):\n    return make(1000)\n", kernel)
@@ -172,7 +173,7 @@ def test_a_tests_part_stands_in_for_the_students_own_and_gradients_flow_through_
     run_in_kernel(kc, SETUP)
     run_in_kernel(kc, "def attend(q):\n    return q * 0   # an earlier exercise, wrong\n\n"
                       "def model(q):\n    return attend(q) + 1   # a later one, right\n")
-    namespace = {"__name__": remote.TEST_MODULE}
+    namespace = {"__name__": verdicts.TEST_MODULE}
     exec("def reference_attend(q):\n    return q * 2\n", namespace)
     model = _session(kernel).fetch("model")
     x, g = torch.arange(3.0), torch.tensor([1.0, -1.0, 0.5])
@@ -243,7 +244,7 @@ class Reader:
     def read(self, q, k):
         return attend(q, k, self.score).sum()   # a later one, done
 ''')
-    namespace = {"__name__": remote.TEST_MODULE}
+    namespace = {"__name__": verdicts.TEST_MODULE}
     exec("def reference_attend(q, k, score):\n    return torch.softmax(score(q, k), -1)\n", {**namespace, "torch": torch},
          namespace)
     session = _session(kernel)

@@ -52,7 +52,7 @@ def test_every_limit_is_declared_once_and_read_by_the_command_line_the_traits_an
     from autograder.preprocessors.execute import SandboxedExecute
     from autograder.sandbox import DEFAULTS, sandbox_settings
     from autograder.sandbox.limits import Limits
-    from autograder.settings import grading_config
+    from autograder.run.settings import grading_config
 
     defaults = Limits()
     parsed = build_parser().parse_args(["grade"])
@@ -112,13 +112,14 @@ def _imports(path):
 
 def test_no_preprocessor_imports_the_grading_run():
     """The preprocessors run inside a worker; they speak the job's protocol (job.py), never the run's modules."""
-    run = {"autograder.grading", "autograder.worker", "autograder.zygote", "autograder.cluster"}
     for path in (REPO / "autograder" / "preprocessors").glob("*.py"):
-        assert not _imports(path) & run, (path.name, _imports(path) & run)
+        found = {m for m in _imports(path) if m == "autograder.run" or m.startswith("autograder.run.")}
+        assert not found, (path.name, found)
 
 
 def test_the_jobs_files_and_variable_are_spelled_in_job_py_only():
-    names = ('"job.json"', '"events.txt"', '"kernels.txt"', '"result.json"', '"worker.log"', '"AUTOGRADER_EVENTS"')
+    names = ('"job.json"', '"events.txt"', '"kernels.txt"', '"result.json"', '"worker.log"', '"events-hung.txt"',
+             '"AUTOGRADER_EVENTS"')
     for path in (REPO / "autograder").rglob("*.py"):
         if path.name != "job.py":
             text = path.read_text()
@@ -132,10 +133,50 @@ def test_job_py_is_a_leaf():
 
 
 def test_four_modules_keep_to_their_room():
-    """Rules a reader assumes: feedback does not import the run, the integrity check not the static flags, the size
-    check not collect (each reads a leaf instead: settings, cell_code, files)."""
-    rules = {"feedback.py": {"autograder.grading"}, "integrity.py": {"autograder.flags"},
-             "size.py": {"autograder.collect"}}
+    """Rules a reader assumes: feedback reads the run's public face only (its configuration), the integrity check
+    does not import the static flags, the size check not collect (each reads a leaf instead: cell_code, files)."""
+    run_modules = {f"autograder.run.{p.stem}" for p in (REPO / "autograder" / "run").glob("*.py")} - {"autograder.run.__init__"}
+    rules = {"feedback.py": run_modules, "kernel/integrity.py": {"autograder.flags"}, "size.py": {"autograder.collect"}}
     for name, never in rules.items():
         found = {m for m in _imports(REPO / "autograder" / name) if any(m == n or m.startswith(n + ".") for n in never)}
         assert not found, (name, found)
+
+
+MAX_MODULE_LINES, MAX_FUNCTION_LINES = 350, 60
+
+
+def _python_files():
+    return sorted(p for package in ("autograder", "course_utils") for p in (REPO / package).rglob("*.py"))
+
+
+def test_no_module_is_longer_than_a_reader_holds_in_mind():
+    """No module of autograder/ or course_utils/ over 350 lines, no function over 60 (docs/design.md)."""
+    long_modules = [f"{p.relative_to(REPO)}: {n}" for p in _python_files()
+                    if (n := len(p.read_text().splitlines())) > MAX_MODULE_LINES]
+    long_functions = [f"{p.relative_to(REPO)}:{node.lineno} {node.name}: {node.end_lineno - node.lineno + 1}"
+                      for p in _python_files() for node in ast.walk(ast.parse(p.read_text()))
+                      if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))
+                      and node.end_lineno - node.lineno + 1 > MAX_FUNCTION_LINES]
+    assert not long_modules and not long_functions, (long_modules, long_functions)
+
+
+def test_no_private_name_is_imported_between_modules():
+    """A name that starts with _ belongs to its module: imported or reached as module._name elsewhere, it is a
+    public interface in hiding (a test may still reach one)."""
+    found = []
+    for path in _python_files():
+        tree = ast.parse(path.read_text())
+        local = {}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").split(".")[0] in
+                                                     ("autograder", "course_utils")):
+                found += [f"{path.relative_to(REPO)}:{node.lineno} {a.name}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+                local.update({a.asname or a.name: a.name for a in node.names})
+            elif isinstance(node, ast.Import):
+                local.update({(a.asname or a.name).split(".")[0]: a.name for a in node.names
+                              if a.name.split(".")[0] in ("autograder", "course_utils")})
+        found += [f"{path.relative_to(REPO)}:{node.lineno} {node.value.id}.{node.attr}" for node in ast.walk(tree)
+                  if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id in local
+                  and node.attr.startswith("_") and not node.attr.startswith("__")]
+    assert not found, found

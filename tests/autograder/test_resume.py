@@ -1,7 +1,7 @@
 """grading.py's resume rule: a graded submission is skipped until its notebook changes; a failed one is retried."""
 import json
 
-from autograder.grading import already_graded, submission_digest
+from autograder.run.grading import already_graded, submission_digest
 
 LESSON = "03_x"
 

@@ -18,7 +18,7 @@ import pytest
 
 from autograder import sandbox
 from autograder.sandbox import policy
-from autograder.grading import Limits, sandbox_settings
+from autograder.run.grading import Limits, sandbox_settings
 from tests.autograder import tiny
 from tests.nbtools import REPO, SOLUTIONS, fill_solutions, load, submit
 from tests.prerequisites import require, why_no_full_sandbox
@@ -172,13 +172,15 @@ time.sleep(0.5)
 print(sorted(int(p) for p in os.listdir('/proc') if p.isdigit()), os.getpid())
 """
 REFUSED = """
-import course_utils.checks as c
+import course_utils.refusals as c
+from course_utils.checks import ForbiddenCall
+from course_utils.processes import processes_started
 try:
     with c.forbidden_in_every_thread('torch.nn.functional.scaled_dot_product_attention'):
         print('allowed')
-except c.ForbiddenCall as e:
+except ForbiddenCall as e:
     print('refused:', e)
-with c.processes_started() as started:
+with processes_started() as started:
     pass
 print(started)
 """
@@ -458,7 +460,8 @@ def test_a_hostile_kernel_leaves_the_victim_beside_it_with_its_grade(settings, t
 
 @pytest.mark.parametrize("hangs, success", [(0, True), (1, True), (2, False)])
 def test_a_hang_is_graded_again_once_and_never_scored_as_the_students(monkeypatch, tmp_path, hangs, success):
-    from autograder import job, worker
+    from autograder import job
+    from autograder.run import worker
     events = job.JobFolder(tmp_path).events
     monkeypatch.setenv(job.EVENTS_ENV, str(events))
     runs = []
@@ -478,7 +481,7 @@ def test_a_hang_is_graded_again_once_and_never_scored_as_the_students(monkeypatc
     if hangs:
         assert (tmp_path / "events-hung.txt").exists()
         first = job.read_events(events)[0]
-        assert first.kind == job.HANG and first.startswith("graded again in a fresh kernel")
+        assert first.kind == job.HANG and first.text.startswith("graded again in a fresh kernel")
 
 
 DROP_NEXT_REQUEST = """_k = get_ipython().kernel

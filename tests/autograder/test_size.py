@@ -104,7 +104,7 @@ def test_a_file_that_is_not_json_is_left_to_the_notebook_check(tmp_path):
 
 
 def test_check_submission_trims_before_it_reads_and_flags(tmp_path):
-    from autograder.grading import check_submission
+    from autograder.run.grading import check_submission
     course, path = _course(tmp_path, _padded(2_000))
     flags = check_submission(course, LESSON, "ann")
     assert [f for f in flags if f.startswith("size:")] == [

@@ -1,7 +1,7 @@
-"""Test cells run on the grader's side (autograder/verdicts.py): what the student's kernel can and cannot change.
+"""Test cells run on the grader's side (autograder/kernel/verdicts.py): what the student's kernel can and cannot change.
 
 Each case starts a real Jupyter kernel, runs a student's cells in it, then runs a small lesson's
-test cells the way grading does: here, with the answers reached through kernel_rpc. A cheat
+test cells the way grading does: here, with the answers reached through the kernel's side (autograder/kernel/in_kernel/). A cheat
 patches what it likes inside the kernel; it must earn only what its honest answer earns.
 """
 import json
@@ -12,7 +12,8 @@ import pytest
 import torch
 from nbformat.v4 import new_code_cell, new_notebook
 
-from autograder import remote, verdicts
+from autograder.kernel import transport as kernel_transport_module
+from autograder.kernel import verdicts, wire
 
 SETUP = ("import numpy as np\nimport torch\nimport torch.nn.functional as F\nimport course_utils as cu\n"
          "from course_utils.memory import TensorMemory")
@@ -381,7 +382,7 @@ def test_memory_made_by_the_students_code_in_the_kernel_is_measured_for_the_test
 
 
 # full-size work hidden from the memory count, which watches torch calls in the calling thread: each either fails
-# the memory test or is noted for review (kernel_rpc.UNSEEN's word for it)
+# the memory test or is noted for review (in_kernel.UNSEEN's word for it)
 _FULL_ROW_SUMS = "lambda x: (x.unsqueeze(-1) * torch.ones(x.shape[-1])).sum(-1).sum(-1) / x.shape[-1]"
 MEMORY_EVASIONS = {
     "a thread pool": ("from concurrent.futures import ThreadPoolExecutor\n_pool = ThreadPoolExecutor(1)\n"
@@ -444,7 +445,7 @@ def test_memory_hidden_from_the_count_fails_the_test_or_is_flagged(request, name
     if where is None:
         assert "row_sums made a tensor of" in str(error), error
     else:
-        from autograder.kernel_rpc import UNSEEN
+        from autograder.kernel.in_kernel import UNSEEN
         assert any(UNSEEN[where] in note and "row_sums" in note for note in notes), (error, notes)
 
 
@@ -456,7 +457,7 @@ def test_numpy_work_in_a_thread_started_before_the_test_is_flagged_on_python_3_1
             "        _done.put((a[..., None] * np.ones(a.shape[-1])).sum(-1).sum(-1) / a.shape[-1])\n"
             "sys.modules['thr' + 'eading'].Thread(target=_serve, daemon=True).start()\n"
             "def row_sums(x):\n    _jobs.put(x)\n    return torch.from_numpy(_done.get()).float()\n")
-    from autograder.kernel_rpc import UNSEEN
+    from autograder.kernel.in_kernel import UNSEEN
     assert any(UNSEEN["numpy"] in note for note in measured(kernel, code)[1])
 
 
@@ -543,9 +544,9 @@ def test_a_process_beside_the_kernel_is_seen_from_outside_however_the_kernel_hid
     is patched to see none: the grader reads the kernel's cgroup itself and refuses the call."""
     km, kc, cgroup = kernel_in_cgroup
     run_in_kernel(kc, SETUP)
-    assert run_in_kernel(kc, HONEST + "\nimport multiprocessing\nimport course_utils.checks as _c\n"
+    assert run_in_kernel(kc, HONEST + "\nimport multiprocessing\nimport course_utils.processes as _c\n"
                                       "_pool = multiprocessing.get_context('fork').Pool(1)\n"
-                                      "_c._child_processes = lambda: []\n"
+                                      "_c.child_processes = lambda: []\n"
                                       "def attention(q, k, v):\n"
                                       "    return _pool.apply(F.scaled_dot_product_attention, (q, k, v))\n") == "ok"
     session = _session((km, kc))
@@ -575,7 +576,7 @@ MALFORMED = {  # every way an answer can fail to be data: one exception type, ne
     "a missing key": {"t": "tensor", "dtype": "float32"},
     "base64 that is not": {"t": "ndarray", "dtype": "float32", "shape": [1], "b64": "&&&&"},
     "a dict's items not pairs": {"t": "dict", "items": [[1]]},
-    "a list past the node budget": {"t": "list", "items": [{"t": "none"}] * (remote.MAX_NODES + 1)},
+    "a list past the node budget": {"t": "list", "items": [{"t": "none"}] * (wire.MAX_NODES + 1)},
     "a float that is not": {"t": "float", "v": "one"},
 }
 
@@ -583,7 +584,7 @@ MALFORMED = {  # every way an answer can fail to be data: one exception type, ne
 @pytest.mark.parametrize("name", sorted(MALFORMED))
 def test_every_answer_that_is_not_data_is_one_grader_side_error(name):
     session = verdicts.Session(lambda payload, answer_callback: json.dumps({"ok": True, "value": MALFORMED[name]}))
-    with pytest.raises(remote.GraderSideError):
+    with pytest.raises(wire.GraderSideError):
         session.fetch("x")
 
 
@@ -640,23 +641,22 @@ def test_an_answer_past_the_one_size_limit_fails_its_call_and_says_why():
 def test_a_request_runs_as_one_expression_from_bytecode_or_from_source(bytecode, monkeypatch):
     """A request is an expression evaluated in the kernel; a kernel whose Python reads other bytecode compiles the source."""
     import __main__
-    from autograder import remote
     monkeypatch.setattr(__main__, "triple", lambda x: 3 * x, raising=False)
 
     def transport(payload, answer_callback):
-        expression = remote.kernel_expression(payload)
+        expression = kernel_transport_module.kernel_expression(payload)
         if bytecode == "another Python's":
-            magic = repr(remote.importlib.util.MAGIC_NUMBER)
+            magic = repr(kernel_transport_module.importlib.util.MAGIC_NUMBER)
             assert expression.count(magic) == 1
             expression = expression.replace(magic, repr(b"\x00\x00\r\n"))
-            expression = expression.replace(remote._STUB_COMPILED, "")  # no bytecode at all: the source is compiled
+            expression = expression.replace(kernel_transport_module._STUB_COMPILED, "")  # no bytecode at all: the source is compiled
         return eval(compile(expression, "<request>", "eval"), {})  # noqa: S307: the grader's own request
 
     assert verdicts.Session(transport).fetch("triple")(torch.ones(2)).tolist() == [3.0, 3.0]
 
 
 def test_the_check_command_passes_a_solution_and_fails_a_broken_one(tmp_path, capsys):
-    """`python -m autograder check` (it was a second command line, `python -m autograder.verdicts check`)."""
+    """`python -m autograder check` (it was a second command line, `python -m autograder.kernel.verdicts check`)."""
     from autograder.__main__ import main
     from autograder.course import SOLUTIONS
     source = next(SOLUTIONS.glob("03_*.ipynb"))

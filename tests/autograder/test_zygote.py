@@ -1,4 +1,4 @@
-"""Warm grading workers (autograder/zygote.py) and sliced kernel waits (autograder/nbrun.py).
+"""Warm grading workers (autograder/run/zygote.py) and sliced kernel waits (autograder/nbrun.py).
 
 The jobs here are small Python scripts run with runpy.run_path in place of a grading job,
 so each test takes a second, not a kernel's worth.
@@ -12,7 +12,8 @@ from queue import Empty
 
 import pytest
 
-from autograder import nbrun, zygote
+from autograder import nbrun
+from autograder.run import zygote
 
 REPORT = """
 import json, os, sys
@@ -76,7 +77,7 @@ def test_a_zygote_imports_what_its_lessons_tests_import_and_no_more(tmp_path):
 def test_the_modules_of_a_grading_run_are_what_its_lessons_set_up_imports(tmp_path):
     import shutil
 
-    from autograder.grading import setup_modules
+    from autograder.run.grading import setup_modules
     from tests.autograder import tiny
     from tests.nbtools import LESSONS, SOLUTIONS
     for lesson in (tiny.LESSON, LESSONS[0]):
@@ -134,7 +135,7 @@ def test_a_grader_killed_outright_takes_its_zygote_and_running_worker_with_it(tm
     grader = subprocess.Popen([sys.executable, "-c", f"""
 import os, sys, time
 sys.path.insert(0, {str(zygote.REPO)!r})
-from autograder import zygote
+from autograder.run import zygote
 w = zygote.start({str(tmp_path / "job.py")!r}, {str(tmp_path / "log")!r}, {{}}, target="runpy:run_path")
 print(w.zygote.proc.pid, w.pid, flush=True)
 time.sleep(60)

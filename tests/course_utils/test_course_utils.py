@@ -266,9 +266,9 @@ def test_timer_times_real_work_and_passes_setup_results():
 @pytest.fixture
 def only_new_children(monkeypatch):
     """This test process may already have children (earlier tests' graders): count only those started now."""
-    from course_utils import checks
-    real, existing = checks._child_processes, set(checks._child_processes())
-    monkeypatch.setattr(checks, "_child_processes", lambda: [p for p in real() if p not in existing])
+    from course_utils import processes
+    real, existing = processes.child_processes, set(processes.child_processes())
+    monkeypatch.setattr(processes, "child_processes", lambda: [p for p in real() if p not in existing])
 
 
 def _refused(fn):
@@ -284,7 +284,7 @@ def test_processes_started_notes_a_new_process_and_one_already_running(only_new_
     import subprocess
     import sys
 
-    from course_utils.checks import processes_started
+    from course_utils.processes import processes_started
     with processes_started() as quiet:
         torch.ones(3).sum()
     with processes_started() as started:
@@ -311,7 +311,7 @@ def test_forbid_names_the_function_called_through_any_alias():
 def test_the_dispatcher_refuses_a_forbidden_operator_in_every_thread(route, only_new_children):
     from concurrent.futures import ThreadPoolExecutor
 
-    from course_utils.checks import forbidden_in_every_thread
+    from course_utils.refusals import forbidden_in_every_thread
     x = torch.randn(3, 5, dtype=torch.float64)
     names = ("torch.matmul",) if route == "matmul family" else ("torch.softmax",)
 
@@ -335,7 +335,7 @@ def test_no_process_starts_while_an_operator_is_forbidden_and_none_may_be_runnin
     import subprocess
     import sys
 
-    from course_utils.checks import forbidden_in_every_thread
+    from course_utils.refusals import forbidden_in_every_thread
     with forbidden_in_every_thread("torch.softmax"):
         assert _refused(lambda: subprocess.run([sys.executable, "-c", "pass"])) == "torch.softmax"
     helper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])

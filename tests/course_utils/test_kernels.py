@@ -158,7 +158,7 @@ def test_the_grader_adds_counts_made_in_the_kernel():
 
 def test_the_work_of_a_call_crosses_the_kernel_boundary():
     """A test's count_work block asks the kernel to count the call; the answer's figures land in the block."""
-    from autograder import verdicts
+    from autograder.kernel import verdicts
 
     def add(x, y):
         out = torch.empty_like(x)

@@ -5,7 +5,8 @@ import sys
 WATCHED = """
 import sys, torch
 from course_utils.allocations import AllocatedMemory
-from course_utils.checks import ForbiddenCall, forbidden_ops
+from course_utils.checks import ForbiddenCall
+from course_utils.refusals import forbidden_ops
 from course_utils.kernels import count_eager_bytes
 x = torch.randn(4, 8)
 with forbidden_ops("torch.nn.functional.scaled_dot_product_attention"):

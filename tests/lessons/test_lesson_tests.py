@@ -18,7 +18,7 @@ _GRADER_SIDE = {}
 
 @pytest.mark.parametrize("lesson, test_id", CELLS)
 def test_test_cell_passes_the_solution_on_the_grader_side(lesson, test_id):
-    """The way grading runs it (autograder.verdicts: the cell outside the kernel, answers through handles)."""
+    """The way grading runs it (autograder.kernel.verdicts: the cell outside the kernel, answers through handles)."""
     if lesson not in _GRADER_SIDE:
         _GRADER_SIDE[lesson] = LessonCode(lesson).run_all_test_cells()
     failure = _GRADER_SIDE[lesson][test_id]

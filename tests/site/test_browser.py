@@ -17,7 +17,7 @@ import shutil
 import nbformat
 import pytest
 
-from autograder.grading import grade
+from autograder.run.grading import grade
 from tests import browser as b
 from tests.graded_class import LIMITS
 from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, load, submit

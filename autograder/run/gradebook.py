@@ -6,7 +6,7 @@ graded, and `mark_flagged` sets nbgrader's own flag that formgrader shows.
 """
 import warnings
 
-from .course import gradebook_path, sqlite_url
+from ..course import gradebook_path, sqlite_url
 
 
 def open_gradebook(course_root_or_url):

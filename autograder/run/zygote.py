@@ -1,6 +1,6 @@
 """Warm worker processes: each submission is graded in a process forked from one that has nbgrader imported.
 
-A fresh `python -m autograder.worker JOB` spends about 1.7 s importing nbformat, jsonschema,
+A fresh `python -m autograder.run.worker JOB` spends about 1.7 s importing nbformat, jsonschema,
 nbgrader and IPython before it grades anything; a class of 200 notebooks pays that 200 times. A
 zygote is a small single-threaded process that imports all of it once and then, for each
 job the parent sends it, forks a child that runs the job: a new process (its own pid,
@@ -34,11 +34,11 @@ import time
 import traceback
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
-TARGET = "autograder.worker:main"  # what a worker runs: main(Path(job_file)) (job.py: the job protocol)
+REPO = Path(__file__).resolve().parents[2]
+TARGET = "autograder.run.worker:main"  # what a worker runs: main(Path(job_file)) (job.py: the job protocol)
 # What every grading worker imports (found by comparing sys.modules before and after a job): nbgrader,
 # and, through jupyter_client's kernel spec lookup and nbgrader's gradebook, IPython, ipykernel and sqlite
-BASE = ("autograder.grading", "autograder.job", "autograder.worker", "autograder.preprocessors", "nbgrader.apps", "nbgrader.coursedir",
+BASE = ("autograder.run.grading", "autograder.job", "autograder.run.worker", "autograder.preprocessors", "nbgrader.apps", "nbgrader.coursedir",
         "IPython", "IPython.core.debugger", "ipykernel.kernelspec", "sqlite3", "sqlalchemy.dialects.sqlite")
 
 
@@ -65,7 +65,7 @@ class Zygote:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
         # PR_SET_PDEATHSIG follows the thread that forked: only a main thread lives as long as its process
         die_with_parent = threading.current_thread() is threading.main_thread()
-        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.zygote", str(os.getpid() if die_with_parent else 0),
+        self.proc = subprocess.Popen([sys.executable, "-m", "autograder.run.zygote", str(os.getpid() if die_with_parent else 0),
                                       *self.modules],
                                      cwd=REPO, env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                      start_new_session=True)
@@ -193,7 +193,7 @@ def _die_with(parent):
 
 
 def _child(job, log, env, target, zygote):
-    """In the forked child: become the worker `python -m autograder.worker JOB` would have been."""
+    """In the forked child: become the worker `python -m autograder.run.worker JOB` would have been."""
     code = 1
     try:
         _die_with(zygote)  # and the kernel launcher dies with us: nothing of the job outlives the grader

@@ -5,7 +5,7 @@ and executed here, in the grading process, with this process's own numpy, torch 
 course_utils. Its namespace holds what the source notebook's `grader-setup` cells define (run
 here once, in order) and the import statements of the source's other ready-made cells. Every
 other name the test reads (the student's answers, the notebook's variables) is fetched from the
-kernel through a Session (remote.py) answered by `kernel_rpc`: plain data (tensors, arrays,
+kernel through a Session (session.py) answered by the kernel's side (in_kernel/): plain data (tensors, arrays,
 numbers, strings and containers of them) arrives as a copy, anything else as a `Remote` handle
 whose calls, attributes, len(), iteration and indexing are requests to the kernel. Arguments
 travel by value as data only, handles by id; what the test itself defined (a fake model, a
@@ -18,17 +18,17 @@ values and the hidden test's source stay here: nothing patched in the kernel tak
 comparison, and the kernel's history never holds a hidden test. What the student's code prints
 or raises is not passed on: a failed request becomes a message written here ("softmax raised
 ValueError"). What remains in the kernel is `cu.forbid`: the forbidden operators are refused
-inside the request by torch's function and dispatch modes (see course_utils.checks.forbid).
+inside the request by torch's function and dispatch modes (see course_utils.refusals.forbid).
 """
 import ast
 import builtins
 import contextlib
 import io
-from pathlib import Path
 
-from . import cells
-from .remote import (TEST_MODULE, GraderSideError, Session, in_process_transport, kernel_transport,  # noqa: F401
-                     silent_request)
+from .. import cells
+from .session import Session
+from .transport import in_process_transport, kernel_transport, silent_request  # noqa: F401 (the kernel's face)
+from .wire import TEST_MODULE, GraderSideError
 
 SETUP_TAG = "grader-setup"
 
@@ -125,7 +125,7 @@ class TestRunner:
         self.lesson, self.session = lesson, session
         self.namespace = None
         self.defined = set()
-        from course_utils.checks import record_verdicts
+        from course_utils.charged_once import record_verdicts
         record_verdicts({})  # what cu.charged reads: this runner's verdicts so far, none yet
 
     def _start(self):
@@ -140,7 +140,7 @@ class TestRunner:
             self._start()
         reads, code, binds = self.lesson.compiled(grade_id)
         out, error = io.StringIO(), None
-        from course_utils.checks import record_verdict
+        from course_utils.charged_once import record_verdict
         try:
             for name in reads:
                 if name in self.lesson.answer_names or name not in self.defined:
@@ -161,7 +161,7 @@ class TestRunner:
         finally:
             self.defined |= binds
             record_verdict(grade_id, error is None)
-            from course_utils.checks import end_cell
+            from course_utils.charged_once import end_cell
             end_cell()  # the cell's cu.stand_in parts stand in for no later cell
         return out.getvalue(), error
 

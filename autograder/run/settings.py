@@ -1,7 +1,7 @@
 """What a grading run is configured with: limits and nbgrader's configuration (the sandbox's allow-list is
 autograder.sandbox.policy's)."""
-from .course import load_config
-from .sandbox.limits import HARD_LIMIT_GRACE_S, Limits  # noqa: F401: declared there, once
+from ..course import load_config
+from ..sandbox.limits import HARD_LIMIT_GRACE_S, Limits  # noqa: F401: declared there, once
 
 
 

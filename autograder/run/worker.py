@@ -3,7 +3,7 @@ import json
 import sys
 from pathlib import Path
 
-from .job import HANG, Job, JobFolder, event, read_events
+from ..job import HANG, Job, JobFolder, event, read_events
 
 
 def sandbox_settings(job):

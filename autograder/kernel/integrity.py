@@ -5,7 +5,7 @@ comparison. Two things the grader does still take from the kernel's own code, in
 request: `cu.forbid` (course_utils.checks: torch function and dispatch modes that refuse the
 operators an exercise asks students to build) and the memory a call allocated
 (course_utils.memory's and course_utils.allocations' ledgers, and the profiler that watches the
-other threads meanwhile: kernel_rpc._measuring). A kernel that rewrites them could use a forbidden operator or
+other threads meanwhile: in_kernel/watch.py). A kernel that rewrites them could use a forbidden operator or
 hide an allocation and still pass. This check is how the grader sees such a rewrite: it flags
 it for review (`integrity: ...`), the points stay as the tests gave them.
 
@@ -42,8 +42,8 @@ import ast
 import json
 import secrets
 
-from . import cells
-from .cell_code import parse  # a cell's AST as IPython runs it; None when it does not parse
+from .. import cells
+from ..cell_code import parse  # a cell's AST as IPython runs it; None when it does not parse
 
 BUILTINS = ("abs all any bool callable compile dict enumerate eval exec float getattr hasattr id int isinstance "
             "issubclass iter len list max min next range repr round setattr sorted str sum tuple type zip "
@@ -75,16 +75,16 @@ WATCHED = [f"builtins.{name}" for name in BUILTINS] + [
     "torch.utils._python_dispatch._pop_mode", "torch.utils._python_dispatch._get_current_dispatch_mode_stack",
     "torch._C._push_on_torch_dispatch_stack", "torch._C._pop_torch_dispatch_stack",
     "torch._C._len_torch_dispatch_stack",
-    # forbid's refusals in every thread (course_utils.checks.forbidden_in_every_thread): PyTorch's dispatcher
+    # forbid's refusals in every thread (course_utils.refusals.forbidden_in_every_thread): PyTorch's dispatcher
     "torch.library.Library.__init__", "torch.library.Library.impl", "torch.library.Library._destroy",
     "torch._C._dispatch_get_all_op_names", "torch._C._dispatch_has_kernel_for_dispatch_key",
-    # a memory measurement's watch on every thread (kernel_rpc._work_elsewhere): PyTorch's profiler
+    # a memory measurement's watch on every thread (in_kernel/watch.py): PyTorch's profiler
     "torch.autograd.profiler.profile.__enter__", "torch.autograd.profiler.profile.__exit__",
     "torch.autograd.profiler.record_function.__enter__",
     "torch.autograd.profiler.record_function.__exit__", "torch._C._profiler._ExperimentalConfig",
     "torch.autograd.profiler.profile._parse_kineto_results", "sys.addaudithook", "sys.setprofile", "sys.getprofile",
     "threading.setprofile", "torch.Tensor.numel",
-    # the entry of the grader's requests (remote.kernel_expression), and the context managers forbid's refusals are
+    # the entry of the grader's requests (transport.kernel_expression), and the context managers forbid's refusals are
     "marshal.loads", "binascii.a2b_base64", "binascii.b2a_base64", "importlib.util.MAGIC_NUMBER",
     "contextlib._GeneratorContextManager.__enter__", "contextlib._GeneratorContextManager.__exit__",
     "ipykernel.zmqshell.ZMQInteractiveShell._showtraceback", "ipykernel.ipkernel.IPythonKernel.do_execute",

@@ -1,7 +1,7 @@
 """`grade`: nbgrader's autograde for a whole class, in parallel, with the kernel sandboxed.
 
 Each (lesson, student) is graded by a worker process of its own, forked by a warm zygote
-that has nbgrader imported already (zygote.py: `python -m autograder.worker JOB` without its
+that has nbgrader imported already (zygote.py: `python -m autograder.run.worker JOB` without its
 1.7 s of imports). The worker runs nbgrader's Autograde converter (through NbGraderAPI) on the course directory,
 with these changes made through nbgrader's configuration (nbgrader_config.py holds the
 preprocessor lists, so plain `nbgrader autograde` applies the same rules, without the sandbox):
@@ -45,14 +45,16 @@ from pathlib import Path
 
 import nbformat
 
-from . import sandbox, verdicts, zygote
-from .course import (REPO, gradebook_path, report_path, step_folder, step_folders, step_notebook, step_root,
+from .. import sandbox
+from ..kernel import verdicts
+from . import zygote
+from ..course import (REPO, gradebook_path, report_path, step_folder, step_folders, step_notebook, step_root,
                      sqlite_url, work_folder)
-from .flags import flag_submission
+from ..flags import flag_submission
 from .gradebook import mark_flagged, merge, record_failure
-from .sandbox import sandbox_settings  # noqa: F401 (the public API)
+from ..sandbox import sandbox_settings  # noqa: F401 (the public API)
 from .settings import HARD_LIMIT_GRACE_S, Limits, grading_config  # noqa: F401 (the public API: grading_config)
-from .job import FLAGGED, STARVED, Finding, Job, JobFolder, as_flag, findings, read_events
+from ..job import FLAGGED, STARVED, Finding, Job, JobFolder, as_flag, findings, read_events
 
 
 @dataclass
@@ -107,7 +109,7 @@ def check_submission(course_root, lesson, student):
     path = step_notebook(course_root, "submitted", lesson, student)
     if not path.exists():
         raise ValueError(f"no {path.name} in {folder} (found: {', '.join(p.name for p in folder.iterdir()) or 'nothing'})")
-    from . import size  # before nbformat reads it: refuses (ValueError "size: ...") or trims an absurd notebook
+    from .. import size  # before nbformat reads it: refuses (ValueError "size: ...") or trims an absurd notebook
     size_flags = size.check(course_root, lesson, student)
     try:
         submitted = nbformat.read(str(path), as_version=4)

@@ -1,0 +1,158 @@
+"""The kernel's side, part 6: one request served, its answer written.
+
+One part of one program (in_kernel/__init__.py assembles the parts in order into one namespace): it uses
+names the other parts define."""
+def _grads(fn, args, kwargs, grad_output):
+    import course_utils.charged_once as charged_once
+    return charged_once.local_call_with_grads(fn, *args, grad_output=grad_output, **kwargs)
+
+
+def _other(op, obj, args):
+    """The requests that only read the object: attributes, len, items, truth (a property may run student code)."""
+    if op == "getattr":
+        return getattr(obj, args[0])
+    if op == "setattr":
+        setattr(obj, args[0], args[1])
+        return None
+    if op == "len":
+        return len(obj)
+    if op == "list":
+        return list(obj)
+    if op == "getitem":
+        return obj[args[0]]
+    if op == "bool":
+        return bool(obj)
+    raise ValueError(f"unknown request {op!r}")
+
+
+class _StandingIn:
+    """The test's parts (lent) bound to their names in the notebook's namespace while the request runs."""
+
+    def __init__(self, namespace, parts):
+        if type(parts) is not dict or not all(type(name) is str and type(part) is Lent for name, part in parts.items()):
+            raise TypeError("stand-ins must be lent parts")
+        self.namespace, self.parts = namespace, parts
+
+    def __enter__(self):
+        self.missing = object()
+        self.saved = {name: self.namespace.get(name, self.missing) for name in self.parts}
+        self.namespace.update(self.parts)
+
+    def __exit__(self, kind, error, traceback):
+        for name, value in self.saved.items():
+            if value is self.missing:
+                self.namespace.pop(name, None)
+            else:
+                self.namespace[name] = value
+
+
+def serve(request, namespace, ask_grader=None):
+    """Answer one request (pickled bytes) against `namespace` (the notebook's globals); returns JSON text.
+
+    ask_grader(question text) -> answer text: how a lent object asks the grader (None: nothing can be lent)."""
+    _LENDING["ask"], _LENDING["namespace"] = ask_grader, namespace
+    try:
+        return _serve(request, namespace)
+    finally:
+        _LENDING["ask"], _LENDING["namespace"] = None, None
+
+
+def _serve(request, namespace):
+    try:
+        op, target, args, kwargs, forbidden, meters, in_place, stand_ins, only = _load(request)
+    except Tampered:
+        return TAMPERED
+    except Exception as e:  # noqa: BLE001: the grader sent what this kernel cannot read: the grader's problem
+        return _json({"ok": False, "grader": f"the kernel could not read the request ({_type(e).__name__})"})
+    try:
+        answer = _answer(op, target, args, kwargs, (forbidden, only), meters, in_place, stand_ins, namespace)
+    except BaseException as e:  # noqa: BLE001: the student's error is reported as its kind only
+        answer = _error(e)
+    try:
+        text = _json(answer)
+    except BaseException:  # noqa: BLE001: an answer this code cannot write is the student's doing (a patched meter)
+        return '{"ok": false, "error": "Exception"}'
+    return text if len(text) <= MAX_ANSWER_BYTES else '{"ok": false, "error": "TooLarge"}'
+
+
+TAMPERED = '{"ok": false, "error": "Tampered"}'
+
+
+def _answer(op, target, args, kwargs, refusals, meters, in_place, stand_ins, namespace):
+    """Run the request against the notebook's namespace: the answer as plain data (raises the student's error)."""
+    changed, measured, stack = [], {}, _Stack()
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _Sink(), _Sink()
+    try:
+        stack.enter(_StandingIn(namespace, stand_ins))
+        if op == "get":
+            if target not in namespace:
+                raise NameError(target)
+            value = namespace[target]
+        elif op in ("call", "grads"):
+            obj = _table()[target]
+            before = _arrays(args, kwargs) if op == "call" else {}
+            call = _Stack()
+            try:
+                _forbidding(call, refusals)
+                measured = _measuring(call, meters)
+                if op == "call":
+                    value = obj(*args, **kwargs)
+                else:  # args: (call args, call kwargs, grad_output)
+                    value = _grads(obj, args[0], args[1], args[2])
+            except BaseException as e:  # noqa: BLE001: left as a with statement leaves, then raised
+                call.close(e)
+            call.close()
+            changed = _changed(before, in_place)
+        else:
+            obj = _table()[target]
+            call = _Stack()
+            try:
+                _forbidding(call, refusals)
+                value = _other(op, obj, args)
+            except BaseException as e:  # noqa: BLE001
+                call.close(e)
+            call.close()
+    except BaseException as e:  # noqa: BLE001
+        stack.close(e)
+    finally:
+        sys.stdout, sys.stderr = streams
+    stack.close()
+    return {"ok": True, "value": encode(value), "changed": changed, **_measurements(measured)}
+
+
+def _error(e):
+    """A failed request's answer: the kind of the student's error (an allow-listed name), never its text.
+
+    Read with care: the error is the student's object, and a property that raises while it is read is still
+    the student's error, never the grader's (whose failures only the grader decides)."""
+    try:
+        kind = _type(e)
+        if kind is TooLarge or kind is Tampered:
+            return {"ok": False, "error": kind.__name__}
+        checks = sys.modules.get("course_utils.checks")
+        if checks is not None and kind is getattr(checks, "ForbiddenCall", None):
+            used = BaseException.__getattribute__(e, "__dict__").get("forbidden")
+            return {"ok": False, "error": "ForbiddenCall", "forbidden": used if _type(used) is str else None}
+        for klass in _type.__dict__["__mro__"].__get__(kind):
+            name = _type.__dict__["__name__"].__get__(klass)
+            if name in BUILTIN_ERRORS and _ERROR_CLASSES[name] is klass:
+                return {"ok": False, "error": name}
+    except BaseException:  # noqa: BLE001
+        pass
+    return {"ok": False, "error": "Exception"}
+
+
+def handle_request(b64_request):
+    """Entry point in the kernel: the answer's JSON text. The notebook's namespace is IPython's user namespace."""
+    ipython = sys.modules.get("IPython")  # not builtins' get_ipython: IPython puts it there only while a cell runs
+    shell = ipython.get_ipython() if ipython is not None else None
+    namespace = shell.user_ns if shell is not None else vars(sys.modules["__main__"])
+    kernel = getattr(shell, "kernel", None)
+    _LENDING["in_kernel"] = True
+    try:
+        return serve(_b64decode(b64_request), namespace, getattr(kernel, "raw_input", None))
+    except Tampered:
+        return TAMPERED
+    finally:
+        _LENDING["in_kernel"] = False

@@ -1,0 +1,35 @@
+"""The kernel boundary's words: what a request may carry, how large an answer may be, and the grader's errors.
+
+Read by the codec, the lending side, the session and the transport (one place for every limit of the wire);
+the kernel's side keeps its own copy of its one limit (in_kernel.MAX_ANSWER_BYTES), read from there."""
+import builtins
+
+from . import in_kernel
+
+DTYPES = {"float16", "float32", "float64", "float96", "float128", "int8", "int16", "int32", "int64", "uint8", "uint16",
+          "uint32", "uint64", "bool", "complex64", "complex128", "complex192", "complex256"}  # numpy's, every precision
+TORCH_ONLY = {"bfloat16"}
+MAX_ANSWER_CHARS = in_kernel.MAX_ANSWER_BYTES  # the kernel's own cap, the one limit on an answer
+MAX_DIMS = 64
+MAX_NODES = 200_000  # values in one answer (the kernel's encode refuses more, as an answer too large)
+TEST_MODULE = "__grader_test__"  # the module name of every test cell's and grader-setup cell's definitions
+LENT_CALL_MEMORY = 2**30  # bytes a lent object may add to the grader's process while the kernel's call runs it
+CALLBACK_OPS = {"call", "vjp", "getattr", "len", "list", "getitem", "bool", "next"}
+BUILTIN_ERRORS = {name: getattr(builtins, name) for name in
+                  "ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
+                  "NotImplementedError OverflowError RecursionError RuntimeError TypeError "
+                  "ValueError ZeroDivisionError MemoryError".split()}
+CALLBACK_ERRORS = set(BUILTIN_ERRORS) | {"StopIteration"}  # the kinds a failed question's reply may name
+COURSE_MODULES = {"builtins", "copyreg", "_codecs", "collections", "functools", "math", "torch", "numpy",
+                  "course_utils"}  # what every kernel of the course can import: a request refers to nothing else
+
+
+class GraderSideError(BaseException):
+    """The grader could not ask the kernel (no answer, a malformed answer): never the student's verdict.
+
+    A BaseException, so that a test's own `except Exception` (a fallback for an answer that raises)
+    cannot take it for the student's error: it ends the test cell, which is flagged for review."""
+
+
+class UnreadableAnswer(GraderSideError):
+    """An answer the grader cannot read as data (malformed, forged, past a budget): every decoding failure."""

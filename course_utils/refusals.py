@@ -1,0 +1,192 @@
+"""Refusals: the operators a test forbids, refused by what runs, in every path and every thread.
+
+`forbid(...)` refuses the named operators (a torch function mode for the Python names, a dispatch mode for the
+aten kernels underneath, and, in grading, the kernels themselves for the whole process: forbidden_in_every_thread);
+`launcher_only(...)` allows only what a Triton launcher needs. Each open block is recorded in ambient.AMBIENT,
+so the grader sends the names with its calls to the student's kernel."""
+import contextlib
+import functools
+import importlib
+
+import torch
+
+from .ambient import AMBIENT
+from .checks import refusal
+from . import processes
+
+
+# The aten operators that compute what each Python-level name a test may forbid computes ("x*": every operator
+# whose name starts with x). Whatever path reaches them (an alias, torch.ops.aten, a composite operator, a custom
+# op, another thread) ends in one of these. A name not listed stands for the aten operator of the same name.
+_PRODUCTS = ("matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot", "inner", "outer",
+             "ger", "addr", "einsum", "tensordot", "linear", "bilinear", "_trilinear", "chain_matmul",
+             "linalg_multi_dot", "linalg_vecdot", "_addmm_activation", "_int_mm", "_sparse_mm", "_sparse_addmm",
+             "sspaddmm", "_sparse_sparse_matmul", "_scaled_mm")
+KERNELS = {
+    "scaled_dot_product_attention": ("scaled_dot_product_attention", "_scaled_dot_product_*"),
+    "multi_head_attention_forward": ("_native_multi_head_attention",),
+    "softmax": ("softmax", "_softmax", "_safe_softmax", "special_softmax"),
+    "log_softmax": ("log_softmax", "_log_softmax", "special_log_softmax"),
+    "logsumexp": ("logsumexp", "special_logsumexp"),
+    **{name: _PRODUCTS for name in ("matmul", "mm", "bmm", "baddbmm", "einsum")},
+}
+# the dispatch keys whose kernels compute (autograd and the Python keys only pass a call on)
+_COMPUTING_KEYS = ("CPU", "CUDA", "MPS", "XPU", "SparseCPU", "SparseCUDA", "SparseCsrCPU", "SparseCsrCUDA",
+                   "MkldnnCPU", "QuantizedCPU", "QuantizedCUDA", "NestedTensorCPU", "NestedTensorCUDA",
+                   "CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
+
+
+def _kernel_name_matches(op_name, short):
+    """True if the aten operator `op_name` (no overload) computes what the forbidden `short` name does."""
+    return any(op_name.startswith(p[:-1]) if p.endswith("*") else op_name == p for p in KERNELS.get(short, (short,)))
+
+
+@contextlib.contextmanager
+def forbidden_ops(*dotted_names, reason="this exercise asks you to build it yourself"):
+    """Refuse the named operators by what runs, not by the name they are bound to.
+
+    A TorchFunctionMode sees every call of a torch function (an alias, a default argument, a
+    functools.partial or a closure all end in the same function object), and a TorchDispatchMode
+    sees the aten operators underneath (`torch.ops.aten.scaled_dot_product_attention`, fused kernels).
+    """
+    from torch.overrides import TorchFunctionMode
+
+    from .modes import EagerDispatchMode
+    short = {d.rsplit(".", 1)[-1]: d for d in dotted_names}
+    originals = []
+    for dotted in dotted_names:
+        module_name, attr = dotted.rsplit(".", 1)
+        try:
+            originals.append((getattr(importlib.import_module(module_name), attr), dotted))
+        except (ImportError, AttributeError):
+            pass
+
+    class RefuseFunctions(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            for original, dotted in originals:
+                if func is original:
+                    raise refusal(dotted, reason)
+            name = getattr(func, "__name__", "")
+            if name in short:
+                raise refusal(short[name], reason)
+            return func(*args, **(kwargs or {}))
+
+    class RefuseAten(EagerDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = getattr(getattr(func, "overloadpacket", func), "__name__", "")
+            for forbidden_short, dotted in short.items():
+                if _kernel_name_matches(name, forbidden_short):
+                    raise refusal(dotted, reason)
+            return func(*args, **(kwargs or {}))
+
+    with RefuseFunctions(), RefuseAten():
+        yield
+
+
+@contextlib.contextmanager
+def forbidden_in_every_thread(*dotted_names, reason="this exercise asks you to build it yourself"):
+    """Refuse the named operators' aten kernels for the whole process while the block runs.
+
+    forbidden_ops' modes are per thread and can be switched off (torch._C.DisableTorchFunction, a popped mode
+    stack); a kernel registered in PyTorch's dispatcher is reached from every thread, through custom ops and
+    composite operators, whatever modes are on. The grader's kernel side wraps a forbidding request in both:
+    nothing but the student's call runs in that process meanwhile.
+    """
+    import warnings
+    if not dotted_names:
+        yield
+        return
+    if processes.child_processes():  # started before the call, it could compute what the call hands it
+        raise refusal(dotted_names[0], "a process your code started earlier is still running, and while a test "
+                      "forbids an operator nothing may run outside this process (end it before the test)")
+    lib = torch.library.Library("aten", "IMPL")
+    processes.install_process_guard()
+    AMBIENT.no_new_processes.append(dotted_names[0])
+    try:
+        with warnings.catch_warnings():  # "Overriding a previously registered kernel": that is the point
+            warnings.simplefilter("ignore")
+            for op, key, dotted in _computing_kernels(tuple(dotted_names)):
+                lib.impl(op, functools.partial(_refused_kernel, dotted, reason), key)
+        yield
+    finally:
+        AMBIENT.no_new_processes.pop()
+        lib._destroy()
+
+
+def _refused_kernel(dotted, reason, *args, **kwargs):
+    raise refusal(dotted, reason)
+
+
+@functools.lru_cache(maxsize=64)
+def _computing_kernels(dotted_names):
+    """[(aten operator with overload, dispatch key, the forbidden name)] for every kernel that computes one of them."""
+    shorts = {d.rsplit(".", 1)[-1]: d for d in dotted_names}
+    found = []
+    for full in torch._C._dispatch_get_all_op_names():
+        if not full.startswith("aten::"):
+            continue
+        op = full[len("aten::"):]
+        dotted = next((d for s, d in shorts.items() if _kernel_name_matches(op.split(".")[0], s)), None)
+        if dotted is not None:
+            found += [(op, key, dotted) for key in _COMPUTING_KEYS
+                      if torch._C._dispatch_has_kernel_for_dispatch_key(full, key)]
+    return found
+
+
+# What a launcher may do in PyTorch around its Triton kernels: make tensors, view them, copy or convert them.
+# Every other aten operator computes, and where an exercise asks a kernel to compute, it is refused.
+LAUNCHER_OPS = frozenset("""empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros ones
+    ones_like new_ones full full_like new_full fill_ zero_ scalar_tensor view _unsafe_view reshape _reshape_alias
+    as_strided expand expand_as permute transpose t unsqueeze squeeze select slice narrow split split_with_sizes unbind
+    chunk alias detach lift lift_fresh view_as flatten unflatten movedim clone contiguous copy_ _to_copy to
+    _copy_from _copy_from_and_resize resize_ set_ _local_scalar_dense is_nonzero""".split())
+
+
+@contextlib.contextmanager
+def launcher_only(*also):
+    """While the block runs, the student's code may run only the PyTorch operators a launcher needs (allocate,
+    view, copy, convert: LAUNCHER_OPS) and the aten operators named in `also` ("mul", "sum", ...); any other
+    raises ForbiddenCall. So where an exercise asks a Triton kernel to compute, a result computed in PyTorch
+    around a kernel that only copies is refused, whatever the kernel loads and stores. The grader sends the
+    allow-list with its calls, like forbid's names; in this process it applies to this thread."""
+    AMBIENT.launcher_only.append(tuple(also))
+    try:
+        with allowed_ops(*also):
+            yield
+    finally:
+        AMBIENT.launcher_only.pop()
+
+
+@contextlib.contextmanager
+def allowed_ops(*also, reason="this exercise asks your Triton kernel to compute it; a launcher only allocates, "
+                               "views and copies tensors and launches kernels"):
+    """Refuse every aten operator but LAUNCHER_OPS and `also`, by what runs (a dispatch mode: any alias, any path)."""
+    from .modes import EagerDispatchMode
+    allowed = LAUNCHER_OPS | set(also)
+
+    class AllowOnly(EagerDispatchMode):
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            name = getattr(getattr(func, "overloadpacket", func), "__name__", "")
+            if name not in allowed:
+                raise refusal(f"torch.ops.aten.{name}", reason)
+            return func(*args, **(kwargs or {}))
+
+    with AllowOnly():
+        yield
+
+
+@contextlib.contextmanager
+def forbid(*dotted_names, reason="this exercise asks you to build it yourself"):
+    """Make operators unavailable while the block runs: `with forbid("torch.nn.functional.scaled_dot_product_attention"):`.
+
+    Detected by what runs (see forbidden_ops), so no alias, partial, closure or `torch.ops` path
+    gets around it. When the grader runs the test on its side, calls it makes to the student's
+    code inside the block carry the same names to the student's kernel. Compute reference
+    results outside the block.
+    """
+    AMBIENT.forbidden.append(tuple(dotted_names))
+    try:
+        with forbidden_ops(*dotted_names, reason=reason):
+            yield
+    finally:
+        AMBIENT.forbidden.pop()
