@@ -20,7 +20,7 @@ from urllib.parse import quote
 
 from .course import report_path, step_folder, step_notebook
 from .class_report_figures import class_figures
-from .job import findings
+from .job import FLAG_KINDS, findings
 
 FOLDER = "class_report"  # <course>/class_report/<lesson>.html and index.html
 
@@ -290,9 +290,10 @@ def _flags_section(lesson, submissions):
     parts = [f"<h2>Flags for review ({sum(len(v) for v in flags.values())})</h2>"]
     if not flags:
         parts.append("<p>No submission was flagged.</p>")
-    for kind in sorted(flags, key=lambda k: -len(flags[k])):
-        parts.append(f"<h3><code>{e(kind)}</code>: {len({s for s, _ in flags[kind]})} student(s)</h3><ul>")
-        parts += [f"<li>{_student_links(lesson, [student])}: {e(text[:400])}</li>" for student, text in flags[kind]]
+    for kind in sorted(flags, key=lambda k: (-len({s for s, _ in flags[k]}), k)):
+        parts.append(f'<h3 id="flag-{e(kind)}"><code>{e(kind)}</code>: {len({s for s, _ in flags[kind]})} student(s)</h3>')
+        parts.append(f"<p>{e(FLAG_KINDS.get(kind, 'a kind of flag this report does not know'))}</p><ul>")
+        parts += [f"<li>{_student_links(lesson, [student])}: {e(f.text[:400])}</li>" for student, f in flags[kind]]
         parts.append("</ul>")
     return "\n".join(parts)
 

@@ -89,6 +89,20 @@ EVENT_KINDS = {
     STARVED: "a cell timed out while the machine was too busy to run the kernel: graded again once, after the others",
 }
 FLAGGED = ("runtime", "integrity", "grader", "tamper", "structure")  # the kinds a reviewer must see
+FLAG_KINDS = {  # every kind of flag, what it means for the reviewer (flags/ makes the static ones)
+    **{kind: EVENT_KINDS[kind] for kind in FLAGGED},
+    "patch": "the student's code changes numpy, torch, builtins or course_utils (a check the tests rely on)",
+    "eq": "a class whose __eq__ always returns True",
+    "lie": "a subclass of float, int, Tensor or ndarray that redefines how it compares or converts",
+    "helper": "the student's code redefines a name the tests use",
+    "reach": "the student's code names the grader's files (gradebook, solutions, hidden tests)",
+    "introspect": "the student's code reads the running cell's source, the call stack or IPython's history",
+    "escape": "the student's code runs work where a test's watch does not reach (threads, processes, ctypes)",
+    "kernel": "the student's code reaches the kernel's own machinery (display hook, transformers, tracebacks)",
+    "size": "the notebook was trimmed before grading (outputs or cells past the limits); the original is kept",
+    "invalid": "the notebook could not be read: not graded, entered with zero",
+    "grading": "grading failed (the grader's fault or a dead worker): entered with zero, grade it again",
+}
 MAX_EVENT_CHARS = 500
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
 

@@ -449,6 +449,7 @@ def _section(page, name):
 def test_the_class_report_groups_every_failure_in_the_gradebook_lists_every_flag_and_shows_no_hidden_test(
         graded_class):
     from autograder.class_report import build_report
+    from autograder.job import FLAG_KINDS
     from autograder.run.gradebook import open_gradebook, pending
     from tools import site
     course = graded_class.course
@@ -477,7 +478,10 @@ def test_the_class_report_groups_every_failure_in_the_gradebook_lists_every_flag
                 assert sorted(html.unescape(n) for n in named) == lost, (lesson, test_id, lost, named)
             flags = page[page.index("<h2>Flags for review"):page.index("<h2>Not graded")]
             for (l, student), r in graded_class.results.items():
-                for flag in r.flags if l == lesson else []:
-                    assert html.escape(flag[:400]) in flags, f"{lesson} {student}: flag {flag[:80]!r} not on the report"
+                for flag in r.flags if l == lesson else []:  # under its kind's heading, with what the kind means
+                    group = flags[flags.index(f'<h3 id="flag-{flag.kind}">'):]
+                    group = group[:group.index("</ul>")]
+                    assert html.escape(flag.text[:400]) in group and html.escape(FLAG_KINDS[flag.kind]) in group, \
+                        f"{lesson} {student}: flag {flag[:80]!r} not on the report under {flag.kind}"
             hidden = [line for c in load(SOLUTIONS / f"{lesson}.ipynb").cells for line in cells.secret_lines(c.source)]
             assert hidden and site.leaked_lines(html.unescape(page), hidden) == [], f"{lesson}: a hidden test line"
