@@ -40,7 +40,7 @@ class Submission:
 
 def build_report(course_root, lessons=None, log=print):
     """Write <course>/class_report/<lesson>.html for each graded lesson and index.html; returns the index."""
-    from .run.gradebook import open_gradebook
+    from .gradebook import open_gradebook
 
     course_root = Path(course_root).resolve()
     out = course_root / FOLDER
@@ -71,7 +71,7 @@ def _read_lesson(course_root, gb, lesson):
     from nbgrader.api import MissingEntry
 
     from . import cells as cellmod
-    from .run.gradebook import pending
+    from .gradebook import pending
     source_path = step_notebook(course_root, "source", lesson)
     if not source_path.exists():
         return [], []

@@ -17,7 +17,7 @@ from nbgrader.plugins import ExportPlugin
 
 from .course import report_paths
 from .csvsafe import write_csv
-from .run.gradebook import pending, pending_cells
+from .gradebook import pending, pending_cells
 from .job import findings
 from .mdsafe import md_code, md_text
 from .lms import export_lms
@@ -66,7 +66,7 @@ def grade_rows(gradebook, assignments=(), students=()):
 def export(course_root, out_dir, log=print):
     """grades.csv (nbgrader's columns) and summary.csv / summary.md (per question, flags) in out_dir,
     plus canvas.csv and moodle.csv; returns (grades.csv, summary.md)."""
-    from .run.gradebook import open_gradebook
+    from .gradebook import open_gradebook
     out_dir = Path(out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     with open_gradebook(course_root) as gb:

@@ -32,7 +32,7 @@ from pathlib import Path
 from nbgrader.plugins import ExportPlugin
 
 from .csvsafe import write_csv
-from .run.gradebook import pending_cells
+from .gradebook import pending_cells
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_COLUMNS = ["First name", "Last name", "ID number", "Email address"]

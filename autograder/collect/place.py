@@ -90,7 +90,7 @@ def place(c, course_root, placed_before, source, out, log):
 def register(course_root, students, roster):
     """Enter every student in the gradebook: export then has a row for each in every lesson."""
     import warnings
-    from ..run.gradebook import open_gradebook
+    from ..gradebook import open_gradebook
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with open_gradebook(course_root) as gb:

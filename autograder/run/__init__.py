@@ -4,14 +4,14 @@ The public face is `grade`, `GradingInterrupted`, `Result` (with `grade_cluster`
 `grading_config` for the configuration a grading uses). A newcomer reads the modules in this order:
 
 - `grading`: the parent. Static flags, one job folder per submission (job.py), workers started and
-  watched, their gradebook shards merged, reports written; a starved or hung job graded again once.
+  watched, their gradebook shards merged into the course gradebook (autograder/gradebook.py), reports written;
+  a starved or hung job graded again once.
 - `zygote`: a warm process with nbgrader imported, forking one `worker` per job.
 - `worker`: in the job's process: nbgrader's autograde with the course's preprocessors.
 - `settings`: the nbgrader configuration of a grading (the course's, plus the job's limits and sandbox).
-- `gradebook`: the course gradebook (nbgrader's), shards merged into it, failures and flags entered.
 - `cluster`: the same jobs on a Dask cluster.
 
-Names are imported on first use (PEP 562), so a reader of the gradebook does not import the run.
+Names are imported on first use (PEP 562): importing the face imports no more than is used.
 """
 import importlib
 

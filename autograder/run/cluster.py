@@ -26,7 +26,7 @@ from pathlib import Path
 from . import grading
 from .. import sandbox
 from ..course import REPO, gradebook_path, sqlite_url, step_folder, step_notebook, work_folder
-from .gradebook import merge, record_failure
+from ..gradebook import merge, record_failure
 from ..job import Finding, JobFolder
 
 ALLOWED_FAILURES = 1  # a task is retried once when its worker dies, then recorded as failed

@@ -51,7 +51,7 @@ from . import zygote
 from ..course import (REPO, gradebook_path, report_path, step_folder, step_folders, step_notebook, step_root,
                      sqlite_url, work_folder)
 from ..flags import flag_submission
-from .gradebook import mark_flagged, merge, record_failure
+from ..gradebook import mark_flagged, merge, record_failure
 from ..sandbox import sandbox_settings  # noqa: F401 (the public API)
 from .settings import HARD_LIMIT_GRACE_S, Limits, grading_config  # noqa: F401 (the public API: grading_config)
 from ..job import FLAGGED, STARVED, Finding, Job, JobFolder, as_flag, findings, read_events

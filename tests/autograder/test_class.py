@@ -450,7 +450,7 @@ def test_the_class_report_groups_every_failure_in_the_gradebook_lists_every_flag
         graded_class):
     from autograder.class_report import build_report
     from autograder.job import FLAG_KINDS
-    from autograder.run.gradebook import open_gradebook, pending
+    from autograder.gradebook import open_gradebook, pending
     from tools import site
     course = graded_class.course
     index = build_report(course, log=lambda *_: None).read_text()

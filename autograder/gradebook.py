@@ -1,4 +1,5 @@
-"""The course gradebook (nbgrader's, SQLite): the parent is its one writer.
+"""The course gradebook (nbgrader's, SQLite): the grading run is its one writer; export, the LMS files, collect's
+roster and the class report read it (so they never import the run).
 
 Workers write a private copy (a shard); `merge` copies what one worker wrote about its
 submission into the course gradebook, `record_failure` enters a submission that could not be
@@ -6,7 +7,7 @@ graded, and `mark_flagged` sets nbgrader's own flag that formgrader shows.
 """
 import warnings
 
-from ..course import gradebook_path, sqlite_url
+from .course import gradebook_path, sqlite_url
 
 
 def open_gradebook(course_root_or_url):
