@@ -1,5 +1,6 @@
 """The nbgrader course directory built from solutions/, and the release step."""
 import copy
+import dataclasses
 import functools
 import shutil
 from pathlib import Path
@@ -75,6 +76,33 @@ def report_paths(course_root):
 def work_folder(course_root, lesson, student):
     """A grading worker's private scratch folder (its copy of the gradebook): <course>/.grading/<lesson>/<student>."""
     return Path(course_root, ".grading", lesson, student)
+
+
+@dataclasses.dataclass(frozen=True)
+class SubmissionPaths:
+    """Every path of one submission in a course, computed once (a grading job carries it)."""
+    course: Path
+    lesson: str
+    student: str
+    submitted: Path      # the notebook as handed in (its folder: submitted.parent)
+    source: Path         # the lesson's instructor notebook
+    release: Path        # the lesson's student notebook as released
+    autograded: Path     # the folder nbgrader writes the graded copy to
+    report: Path         # what grading found (report_path)
+    work: Path           # the grading worker's scratch folder (work_folder)
+    gradebook: Path      # the course gradebook
+
+
+def submission_paths(course_root, lesson, student):
+    """The SubmissionPaths of one submission."""
+    course = Path(course_root)
+    return SubmissionPaths(course=course, lesson=lesson, student=student,
+                           submitted=step_notebook(course, "submitted", lesson, student),
+                           source=step_notebook(course, "source", lesson),
+                           release=step_notebook(course, "release", lesson),
+                           autograded=step_folder(course, "autograded", lesson, student),
+                           report=report_path(course, lesson, student), work=work_folder(course, lesson, student),
+                           gradebook=gradebook_path(course))
 
 
 @functools.lru_cache(maxsize=1)

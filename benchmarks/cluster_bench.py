@@ -51,7 +51,8 @@ def main():
         client = cluster.connect("local:2")
         client.wait_for_workers(2)
         start = time.perf_counter()
-        results = cluster.grade_on_cluster(dask_course, submissions(dask_course), None, limits=limits,
+        results = cluster.grade_on_cluster(dask_course, [(p.lesson, p.student) for p in submissions(dask_course)], None,
+                                           limits=limits,
                                            log=lambda *a: None, client=client)
         dask_s = time.perf_counter() - start
         client.close()

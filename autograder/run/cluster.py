@@ -25,7 +25,7 @@ from pathlib import Path
 
 from . import grading
 from .. import sandbox
-from ..course import REPO, gradebook_path, sqlite_url, step_folder, step_notebook, work_folder
+from ..course import REPO, gradebook_path, sqlite_url, step_folder, step_notebook, submission_paths, work_folder
 from ..gradebook import merge, record_failure
 from ..job import Finding, JobFolder
 
@@ -148,7 +148,7 @@ def failed_result(course_root, lesson, student, error):
 def grade_cluster(course_root, lessons, students, scheduler, limits=grading.Limits(), log=print, force=False):
     """`grade --scheduler`: the submissions `grade` would take (unchanged ones skipped unless force), on Dask."""
     course_root = Path(course_root).resolve()
-    todo = grading.to_grade(course_root, lessons, students, force, log)
+    todo = [(paths.lesson, paths.student) for paths in grading.to_grade(course_root, lessons, students, force, log)]
     if not todo:
         return []
     log(f"grading {len(todo)} submission(s) on the Dask cluster at {scheduler}")
@@ -181,7 +181,8 @@ def grade_on_cluster(course_root, todo, scheduler, limits=grading.Limits(), log=
             except Exception as e:  # noqa: BLE001: KilledWorker twice, a lost task: zero and a flag, never lost
                 result = failed_result(course_root, lesson, student, f"{type(e).__name__}: {e}")
             failed += result.status != "graded"
-            results.append(grading.record_result(course_root, result, lambda line: bar.write(line)))
+            paths = submission_paths(course_root, lesson, student)
+            results.append(grading.record_result(paths, result, lambda line: bar.write(line)))
             bar.update()
             bar.set_postfix(failed=failed, running=len(futures))
         bar.close()

@@ -48,8 +48,7 @@ import nbformat
 from .. import sandbox
 from ..kernel import verdicts
 from . import zygote
-from ..course import (REPO, gradebook_path, report_path, step_folder, step_folders, step_notebook, step_root,
-                     sqlite_url, work_folder)
+from ..course import REPO, gradebook_path, sqlite_url, step_folders, step_notebook, step_root, submission_paths
 from ..flags import flag_submission
 from ..gradebook import mark_flagged, merge, record_failure
 from ..sandbox import sandbox_settings  # noqa: F401 (the public API)
@@ -84,61 +83,62 @@ class Result:
 # ---------------------------------------------------------------- the parent
 
 def submissions(course_root, lessons=None, students=None):
-    """[(lesson, student)] for every submitted/<student>/<lesson>/ in the course."""
+    """[course.SubmissionPaths] for every submitted/<student>/<lesson>/ in the course: each submission's paths,
+    computed once here and carried by its job."""
     found = []
     for folder in step_folders(course_root, "submitted"):
         student, lesson = folder.parent.name, folder.name
         if folder.is_dir() and (not lessons or lesson in lessons) and (not students or student in students):
-            found.append((lesson, student))
+            found.append(submission_paths(course_root, lesson, student))
     return found
 
 
-def save_flags(course_root, result):
+def save_flags(paths, result):
     """Mark the submission flagged in the gradebook (nbgrader's own flag) and write its report (atomically)."""
-    mark_flagged(course_root, result.lesson, result.student, result.flags)
-    report = report_path(course_root, result.lesson, result.student)
+    mark_flagged(paths.course, result.lesson, result.student, result.flags)
+    report = paths.report
     report.parent.mkdir(parents=True, exist_ok=True)
     partial = report.with_name(f".{report.name}.partial")
     partial.write_text(json.dumps(result.record(), indent=1))
     os.replace(partial, report)
 
 
-def check_submission(course_root, lesson, student):
-    """Static flags for one submission; raises ValueError when the notebook cannot be read."""
-    folder = step_folder(course_root, "submitted", lesson, student)
-    path = step_notebook(course_root, "submitted", lesson, student)
+def check_submission(paths):
+    """Static flags for one submission (its SubmissionPaths); raises ValueError when the notebook cannot be read."""
+    folder, path = paths.submitted.parent, paths.submitted
     if not path.exists():
         raise ValueError(f"no {path.name} in {folder} (found: {', '.join(p.name for p in folder.iterdir()) or 'nothing'})")
     from .. import size  # before nbformat reads it: refuses (ValueError "size: ...") or trims an absurd notebook
-    size_flags = size.check(course_root, lesson, student)
+    size_flags = size.check(paths.course, paths.lesson, paths.student)
     try:
         submitted = nbformat.read(str(path), as_version=4)
         nbformat.validate(submitted)
     except Exception as e:  # noqa: BLE001: any unreadable file is reported, never fatal
         raise ValueError(f"{path.name} is not a valid notebook: {type(e).__name__}: {str(e)[:200]}") from None
-    source = nbformat.read(str(step_notebook(course_root, "source", lesson)), as_version=4)
-    release_path = step_notebook(course_root, "release", lesson)
-    release = nbformat.read(str(release_path), as_version=4) if release_path.exists() else None
+    source = nbformat.read(str(paths.source), as_version=4)
+    release = nbformat.read(str(paths.release), as_version=4) if paths.release.exists() else None
     return size_flags + flag_submission(submitted, source, release)  # what the worker restores, it reports
 
 
-def job_record(course_root, lesson, student, gradebook_url, limits, settings):
+def job_record(paths, gradebook_url, limits, settings):
     """The job.Job of one submission: each limit once, in `limits` (the worker gives the launcher its share)."""
     launcher_limits = limits.for_the_sandbox()
-    return Job(course=str(Path(course_root).resolve()), lesson=lesson, student=student, gradebook_url=gradebook_url,
+    return Job(course=str(paths.course.resolve()), lesson=paths.lesson, student=paths.student, gradebook_url=gradebook_url,
                limits=asdict(limits), sandbox={k: v for k, v in settings.items() if k not in launcher_limits})
 
 
 class _Running:
-    def __init__(self, course_root, lesson, student, limits, settings, threads, modules):
-        self.result = Result(lesson, student)
-        self.work = work_folder(course_root, lesson, student)
+    """One submission's job under way: its paths (course.SubmissionPaths), folder, worker and result."""
+
+    def __init__(self, paths, limits, settings, threads, modules):
+        self.paths, self.result = paths, Result(paths.lesson, paths.student)
+        self.work = paths.work
         self.folder = JobFolder(self.work)
         shutil.rmtree(self.work, ignore_errors=True)
         self.work.mkdir(parents=True)
-        shutil.copyfile(gradebook_path(course_root), self.folder.gradebook)
+        shutil.copyfile(paths.gradebook, self.folder.gradebook)
         self.db_url = sqlite_url(self.folder.gradebook)
-        self.folder.job.write_text(job_record(course_root, lesson, student, self.db_url, limits, settings).to_json())
+        self.folder.job.write_text(job_record(paths, self.db_url, limits, settings).to_json())
         env = {**os.environ, **self.folder.environment(),
                "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # N kernels share the cores, unless told otherwise
@@ -158,15 +158,14 @@ class _Running:
                 pass
         self.proc.wait()
 
-    def abandon(self, course_root):
+    def abandon(self):
         """Forget an interrupted job: no half-written autograded copy or report is left to be mistaken for a grade."""
         self.kill()
-        r = self.result
-        for path in (step_folder(course_root, "autograded", r.lesson, r.student), self.work):
+        for path in (self.paths.autograded, self.work):
             shutil.rmtree(path, ignore_errors=True)
-        report_path(course_root, r.lesson, r.student).unlink(missing_ok=True)
+        self.paths.report.unlink(missing_ok=True)
 
-    def finish(self, course_root, timed_out):
+    def finish(self, timed_out):
         r = self.result
         r.seconds = round(time.monotonic() - self.start, 1)
         r.events = read_events(self.folder.events)
@@ -179,9 +178,9 @@ class _Running:
         elif not outcome["success"]:
             r.status, r.error = "failed", (outcome["log"][-3000:] + "\n" + outcome["error"][-1000:])
         if r.status == "graded":
-            r.score, r.max_score, r.pending = merge(self.db_url, course_root, r.lesson, r.student)
+            r.score, r.max_score, r.pending = merge(self.db_url, self.paths.course, r.lesson, r.student)
         else:
-            r.score, r.max_score = record_failure(course_root, r.lesson, r.student)
+            r.score, r.max_score = record_failure(self.paths.course, r.lesson, r.student)
             r.flags.append(Finding("grading", r.error.strip().splitlines()[-1] if r.error.strip() else r.status))
         r.flags += [as_flag(e) for e in r.events if e.kind in FLAGGED]
         if r.status == "graded":
@@ -198,20 +197,18 @@ class GradingInterrupted(Exception):
                          + ", ".join(f"{lesson} {student}" for lesson, student in not_graded))
 
 
-def submission_digest(course_root, lesson, student):
+def submission_digest(paths):
     """sha256 of the submitted notebook (empty when absent): a report for the same digest means already graded."""
-    path = step_notebook(course_root, "submitted", lesson, student)
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.exists() else ""
+    return hashlib.sha256(paths.submitted.read_bytes()).hexdigest() if paths.submitted.exists() else ""
 
 
-def already_graded(course_root, lesson, student):
+def already_graded(paths):
     """True when the report says this very notebook was graded (or found invalid); a failed grading is retried."""
-    report = report_path(course_root, lesson, student)
     try:
-        r = json.loads(report.read_text())
+        r = json.loads(paths.report.read_text())
     except (OSError, ValueError):
         return False
-    return r.get("status") != "failed" and r.get("submission") == submission_digest(course_root, lesson, student)
+    return r.get("status") != "failed" and r.get("submission") == submission_digest(paths)
 
 
 def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log=print, force=False,
@@ -226,7 +223,7 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
     todo = to_grade(course_root, lessons, students, force, log)
     if not todo:
         return []
-    modules = setup_modules(course_root, {lesson for lesson, _ in todo})
+    modules = setup_modules(course_root, {paths.lesson for paths in todo})
     zygote.warm(min(max(1, jobs), len(todo)), modules)  # their imports run while the probe does
     settings, sandbox_warnings = probe(sandbox_settings(course_root, limits))  # a Dask worker passes a cached probe
     for w in sandbox_warnings:
@@ -246,7 +243,7 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
     try:
         while (queue or running) and not stop:
             while queue and len(running) < max(1, jobs) and not stop:
-                job = _start(course_root, *queue.pop(0), limits, settings, threads, modules, results, log)
+                job = _start(queue.pop(0), limits, settings, threads, modules, results, log)
                 running += [job] if job else []
             zygote.wait_any([job.proc for job in running], timeout=0.2)  # wakes when a worker ends
             for job in list(running):
@@ -255,17 +252,16 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
                     job.kill()
                 if job.proc.poll() is not None:
                     running.remove(job)
-                    result = job.finish(course_root, timed_out)
-                    key = (result.lesson, result.student)
-                    if any(e.kind == STARVED for e in result.events) and key not in again:
-                        again.add(key)  # a timeout the busy machine caused: once more, after the others
-                        queue.append(key)
+                    result = job.finish(timed_out)
+                    if any(e.kind == STARVED for e in result.events) and job.paths not in again:
+                        again.add(job.paths)  # a timeout the busy machine caused: once more, after the others
+                        queue.append(job.paths)
                         log(f"{result.lesson} {result.student}: a cell timed out while the machine was too busy to "
                             "run its kernel; graded again after the others")
                         continue
-                    results.append(record_result(course_root, result, log))
+                    results.append(record_result(job.paths, result, log))
         if stop:
-            _stop(course_root, stop[0], running, queue, results, log)
+            _stop(stop[0], running, queue, results, log)
     finally:
         for s, handler in handlers.items():
             signal.signal(s, handler)
@@ -273,11 +269,11 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
 
 
 def to_grade(course_root, lessons, students, force, log):
-    """[(lesson, student)] to grade now: those submitted, less those already graded (unless `force`)."""
+    """[course.SubmissionPaths] to grade now: those submitted, less those already graded (unless `force`)."""
     if not gradebook_path(course_root).exists():
         raise FileNotFoundError(f"no gradebook in {course_root}: run `python -m autograder release` first")
     todo = submissions(course_root, lessons, students)
-    done = [] if force else [(lesson, student) for lesson, student in todo if already_graded(course_root, lesson, student)]
+    done = [] if force else [paths for paths in todo if already_graded(paths)]
     if done:
         log(f"skipping {len(done)} submission(s) already graded (--force regrades them)")
     todo = [t for t in todo if t not in done]
@@ -299,38 +295,38 @@ def setup_modules(course_root, lessons):
     return zygote.preload(modules)
 
 
-def _start(course_root, lesson, student, limits, settings, threads, modules, results, log):
+def _start(paths, limits, settings, threads, modules, results, log):
     """A running job for the submission, or None when it cannot be read (entered with zero and flagged)."""
     try:
-        flags = check_submission(course_root, lesson, student)
+        flags = check_submission(paths)
     except ValueError as e:
-        r = Result(lesson, student, status="invalid", error=str(e), flags=[Finding("invalid", str(e))])
-        r.score, r.max_score = record_failure(course_root, lesson, student)
-        results.append(record_result(course_root, r, log))
+        r = Result(paths.lesson, paths.student, status="invalid", error=str(e), flags=[Finding("invalid", str(e))])
+        r.score, r.max_score = record_failure(paths.course, paths.lesson, paths.student)
+        results.append(record_result(paths, r, log))
         return None
-    job = _Running(course_root, lesson, student, limits, settings, threads, modules)
+    job = _Running(paths, limits, settings, threads, modules)
     job.result.flags = flags
     return job
 
 
-def _stop(course_root, signal_name, running, queue, results, log):
+def _stop(signal_name, running, queue, results, log):
     """After SIGINT/SIGTERM: keep what finished, abandon the rest, raise GradingInterrupted naming it."""
     not_graded = []
     for job in running:
         if job.proc.poll() is not None and job.folder.result.exists():  # finished meanwhile
-            results.append(record_result(course_root, job.finish(course_root, False), log))
+            results.append(record_result(job.paths, job.finish(False), log))
         else:
-            job.abandon(course_root)
+            job.abandon()
             not_graded.append((job.result.lesson, job.result.student))
-    interrupted = GradingInterrupted(signal_name, results, not_graded + queue)
+    interrupted = GradingInterrupted(signal_name, results, not_graded + [(p.lesson, p.student) for p in queue])
     log(f"{interrupted}\nrun the same command again to grade the rest (finished grades are kept)")
     raise interrupted
 
 
-def record_result(course_root, result, log):
+def record_result(paths, result, log):
     """Stamp, save (flags and report) and log one finished result; returns it."""
-    result.submission = submission_digest(course_root, result.lesson, result.student)
-    save_flags(course_root, result)
+    result.submission = submission_digest(paths)
+    save_flags(paths, result)
     note = f" [{len(result.flags)} flag(s)]" if result.flags else ""
     note += f" [pending manual grading: {', '.join(result.pending)}]" if result.pending else ""
     log(f"{result.lesson} {result.student}: {result.status} {result.score:g}/{result.max_score:g} "

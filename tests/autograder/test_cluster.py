@@ -113,7 +113,8 @@ def _flags_and_scores(results):
 def test_cluster_grades_equal_local_grades(released_course, graded_class, tmp_path, dask_cluster):
     lesson = QUICKEST
     course = _copy_of_students(released_course, graded_class, lesson, ON_CLUSTER, tmp_path / "course")
-    on_dask = cluster.grade_on_cluster(course, submissions(course), dask_cluster["address"], limits=LIMITS,
+    on_dask = cluster.grade_on_cluster(course, [(p.lesson, p.student) for p in submissions(course)],
+                                       dask_cluster["address"], limits=LIMITS,
                                        log=lambda *a: None)
     assert sorted(r.student for r in on_dask) == sorted(ON_CLUSTER)
     grades_csv, _ = export(course, course / "export", log=lambda *a: None)
@@ -128,7 +129,7 @@ def test_cluster_grades_equal_local_grades(released_course, graded_class, tmp_pa
 
 def test_worker_killed_mid_run_loses_no_grade(tiny_course, tmp_path, dask_cluster):
     course = _tiny_class(tiny_course, tmp_path)
-    todo = submissions(course)
+    todo = [(p.lesson, p.student) for p in submissions(course)]
     victim = dask_cluster["workers"][0]
 
     def kill_soon():

@@ -71,7 +71,8 @@ def test_job_json_holds_each_limit_once_and_the_worker_gives_the_launcher_what_t
     from autograder.run import grading, worker
     limits = grading.Limits(memory_mb=1234, nproc=77, fsize_mb=9, notebook_timeout=45)
     settings = {**grading.sandbox_settings(tmp_path, limits), "bwrap": False}  # as a probe may return it
-    text = grading.job_record(tmp_path, "01_x", "alice", "sqlite:///g.db", limits, settings).to_json()
+    from autograder.course import submission_paths
+    text = grading.job_record(submission_paths(tmp_path, "01_x", "alice"), "sqlite:///g.db", limits, settings).to_json()
     for value in ("1234", "77"):
         assert text.count(value) == 1, f"{value} appears {text.count(value)} times in job.json: {text}"
     record = job.Job.from_json(text)

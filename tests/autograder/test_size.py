@@ -104,9 +104,10 @@ def test_a_file_that_is_not_json_is_left_to_the_notebook_check(tmp_path):
 
 
 def test_check_submission_trims_before_it_reads_and_flags(tmp_path):
+    from autograder.course import submission_paths
     from autograder.run.grading import check_submission
     course, path = _course(tmp_path, _padded(2_000))
-    flags = check_submission(course, LESSON, "ann")
+    flags = check_submission(submission_paths(course, LESSON, "ann"))
     assert [f for f in flags if f.startswith("size:")] == [
         "size: the notebook has 2,005 cells (more than 500): graded with the 5 cells of the lesson and the first "
         "495 cells you added; 1,505 added cells were left out. The original is kept in trimmed/ann/01_demo/ "
