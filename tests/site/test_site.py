@@ -449,8 +449,8 @@ AXE = Path(__file__).with_name("axe-core-4.14.1.min.js")  # Deque's axe-core (MP
                          + [f"manual/{name}" for name in site.MANUAL])
 def test_every_page_passes_axe_cores_wcag_a_and_aa_rules(visited, page):
     visit = visited(page)
-    # the colours a reader sees once the page has settled: no transition caught half-way (on a busy machine axe
-    # once read a code token's colour mid-fade), stylesheets and fonts loaded
+    # the colours a reader sees once the page has settled: no transition caught half-way, fonts loaded (on a busy
+    # machine axe once found a code token below AA contrast on a page that passes when run again)
     visit.page.add_style_tag(content="*, *::before, *::after { transition: none !important; animation: none !important; }")
     visit.page.evaluate("async () => { await document.fonts.ready; await new Promise(r => requestAnimationFrame(() => "
                         "requestAnimationFrame(r))); }")
