@@ -132,10 +132,9 @@ class _Running:
 
     def __init__(self, paths, limits, settings, threads, modules):
         self.paths, self.result = paths, Result(paths.lesson, paths.student)
-        self.work = paths.work
-        self.folder = JobFolder(self.work)
-        shutil.rmtree(self.work, ignore_errors=True)
-        self.work.mkdir(parents=True)
+        self.folder = JobFolder(paths.work)
+        shutil.rmtree(paths.work, ignore_errors=True)
+        paths.work.mkdir(parents=True)
         shutil.copyfile(paths.gradebook, self.folder.gradebook)
         self.db_url = sqlite_url(self.folder.gradebook)
         self.folder.job.write_text(job_record(paths, self.db_url, limits, settings).to_json())
@@ -161,7 +160,7 @@ class _Running:
     def abandon(self):
         """Forget an interrupted job: no half-written autograded copy or report is left to be mistaken for a grade."""
         self.kill()
-        for path in (self.paths.autograded, self.work):
+        for path in (self.paths.autograded, self.paths.work):
             shutil.rmtree(path, ignore_errors=True)
         self.paths.report.unlink(missing_ok=True)
 
@@ -184,7 +183,7 @@ class _Running:
             r.flags.append(Finding("grading", r.error.strip().splitlines()[-1] if r.error.strip() else r.status))
         r.flags += [as_flag(e) for e in r.events if e.kind in FLAGGED]
         if r.status == "graded":
-            shutil.rmtree(self.work, ignore_errors=True)
+            shutil.rmtree(self.paths.work, ignore_errors=True)
         return r
 
 

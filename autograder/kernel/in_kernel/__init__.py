@@ -37,4 +37,5 @@ from pathlib import Path
 
 PARTS = ("tools", "lent", "encode", "watch", "launch", "serve")
 SOURCE = "\n".join((Path(__file__).parent / f"{part}.py").read_text() for part in PARTS)
-exec(compile(SOURCE, "<kernel_rpc>", "exec"), globals())  # noqa: S102: the program above, as this module
+CODE = compile(SOURCE, "<autograder>", "exec")  # compiled once: run here, in in-process transports, and marshalled
+exec(CODE, globals())  # noqa: S102: the program above, as this module

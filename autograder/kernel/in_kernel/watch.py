@@ -139,7 +139,7 @@ def _bridge_watch():
     import torch
 
     import course_utils
-    own = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, course_utils)) + ("<autograder", "<kernel_rpc")
+    own = tuple(os.path.dirname(m.__file__) + os.sep for m in (torch, course_utils)) + ("<autograder",)
     python_code = {torch.Tensor.__array__.__code__: "__array__", torch.Tensor.__dlpack__.__code__: "__dlpack__"}
     bridged, taken = [], [0]
 
