@@ -4,6 +4,8 @@ student's earlier part, charged_once.py's; what is active while a test runs, amb
 import numpy as np
 import torch
 
+from . import diagnosis
+
 
 def _as_array(x, name="value"):
     """A plain ndarray of x; tensors and arrays must be plain (a subclass could lie in comparisons)."""
@@ -17,27 +19,60 @@ def _as_array(x, name="value"):
 
 
 def check_shape(value, expected, name):
-    """Assert that `value` (tensor or array) has shape `expected`; None in `expected` matches any size."""
+    """Assert that `value` (tensor or array) has shape `expected`; None in `expected` matches any size.
+    A wrong shape is described: which dims are swapped, extra, missing or one off."""
     if not hasattr(value, "shape"):
-        raise AssertionError(f"{name}: expected a tensor of shape {expected}, got a {type(value).__name__}")
+        raise AssertionError(f"{name}: expected a tensor of shape {tuple(expected)}, got a {type(value).__name__}")
     if isinstance(value, torch.Tensor):
         plain_tensor(value, name)
     elif isinstance(value, np.ndarray):
         plain_array(value, name)
     shape = tuple(int(s) for s in value.shape)
     if len(shape) != len(expected) or any(e is not None and e != s for e, s in zip(expected, shape)):
-        raise AssertionError(f"{name}: expected shape {tuple(expected)}, got {shape}")
+        raise AssertionError(f"{name}: expected shape {tuple(expected)}, got {shape}: "
+                             f"{diagnosis.describe_shape(shape, expected)}.")
 
 
-def check_close(actual, expected, name, atol=1e-5, rtol=1e-5, hint=""):
-    """Assert that two tensors/arrays/numbers agree within tolerance."""
+def check_close(actual, expected, name, atol=1e-5, rtol=1e-5, hint="", mistakes=None):
+    """Assert that two tensors/arrays/numbers agree within tolerance; a failure says why, in this order:
+    a wrong shape described, NaN or inf located, the one known mistake the values match named, then `hint`.
+
+    mistakes: {sentence naming a mistake and its fix: the value that mistake gives on these inputs, or a
+    zero-argument function computing it (called only when the check fails)}. A sentence is printed only when
+    the answer matches its value and no other's (course_utils.diagnosis)."""
     a, e = _as_array(actual, name), _as_array(expected, name + " (expected)")
     if a.shape != e.shape:
-        raise AssertionError(f"{name}: expected shape {e.shape}, got {a.shape}. {hint}".strip())
-    if not np.allclose(a, e, atol=atol, rtol=rtol, equal_nan=False):
-        worst = np.unravel_index(np.nanargmax(np.abs(a - e)) if a.size else 0, a.shape) if a.size else ()
-        raise AssertionError(f"{name}: values differ (largest gap at index {tuple(int(i) for i in worst)}: "
-                             f"got {a[worst]!r}, expected {e[worst]!r}). {hint}".strip())
+        raise AssertionError(f"{name}: expected shape {e.shape}, got {a.shape}: "
+                             f"{diagnosis.describe_shape(a.shape, e.shape)}. {hint}".strip())
+    numeric = a.dtype.kind in "biufc" and e.dtype.kind in "biufc"
+    if numeric and np.allclose(a, e, atol=atol, rtol=rtol, equal_nan=False):
+        return
+    if not numeric and np.array_equal(a, e):
+        return
+    found = diagnosis.fingerprint(a, e, mistakes, atol, rtol) if mistakes and numeric else None
+    where = _where(a, e, numeric)
+    if found is not None:
+        raise AssertionError(diagnosis.diagnosed(f"{found} [{name}: {where}]"))
+    bad = diagnosis.nonfinite(a, e) if numeric else None
+    if bad is not None:
+        raise AssertionError(f"{name}: {bad}. {hint}".strip())
+    generic = diagnosis.GENERIC if mistakes and hint else ""
+    raise AssertionError(f"{name}: values differ ({where}). {generic}{hint}".strip())
+
+
+def _where(a, e, numeric):
+    """Where two same-shaped arrays differ most, with both values (NaN and inf first)."""
+    if a.size == 0:
+        return "empty arrays"
+    if not numeric:
+        worst = tuple(int(i) for i in np.argwhere(a != e)[0]) if a.shape else ()
+        return f"first difference at index {worst}: got {a[worst].item()!r}, expected {e[worst].item()!r}"
+    with np.errstate(invalid="ignore", over="ignore"):
+        gap = np.abs(a.astype(np.complex128 if np.iscomplexobj(a) else np.float64) - e)
+    gap = np.where(np.isnan(gap), np.inf, gap)
+    worst = np.unravel_index(int(np.argmax(gap)), a.shape) if a.shape else ()
+    worst = tuple(int(i) for i in worst)
+    return f"largest gap at index {worst}: got {a[worst].item()!r}, expected {e[worst].item()!r}"
 
 
 def check_true(condition, message):

@@ -13,7 +13,7 @@ import pickle
 
 import numpy as np
 
-from . import in_kernel
+from . import crashes, in_kernel
 from .codec import decode, readable_in_any_course_kernel
 from .lending import Lender, LendThis, no_modes
 from .wire import BUILTIN_ERRORS, MAX_ANSWER_CHARS, GraderSideError
@@ -171,8 +171,11 @@ class Session(Lender):
         if kind == "TooLarge":
             raise AssertionError(f"{name} returned more data than the grader accepts")
         error = BUILTIN_ERRORS.get(kind, RuntimeError)
-        hint = " (the exercise is not done yet?)" if kind == "NotImplementedError" else ""
-        raise error(f"{name} raised {kind}{hint}; run this test cell in your notebook to see the details")
+        if kind == "NotImplementedError":
+            raise error(f"{name} raised NotImplementedError (the exercise is not done yet?)")
+        what = crashes.sentence(answer)
+        raise error(f"{name} raised {kind}" + (f" in {what}" if what else "")
+                    + "; run this test cell in your notebook to see the details")
 
     def _note_unseen(self, answer, request, label):
         unseen = answer.get("unseen")
