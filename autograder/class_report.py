@@ -140,9 +140,11 @@ CHECK_CHARS = 150  # of a message with its numbers out: shorter than any cut mes
 
 
 def check_of(message):
-    """The check a failure message names, the same for every student who failed it: the message with its numbers
-    (values, sizes, indices; not the digits of a name such as float32) taken out, to its first CHECK_CHARS characters (a message cut for
-    feedback ends where its numbers' lengths put the cut)."""
+    """What a failure message names, the same for every student: the mistake it diagnoses (course_utils.diagnosis),
+    whatever case failed; else the check, the message with its numbers (not a name's digits, as in float32) taken
+    out, to its first CHECK_CHARS characters (a message cut for feedback ends where its numbers' lengths cut it)."""
+    from course_utils.diagnosis import DIAGNOSIS, mistake_of
+    message = message if mistake_of(message) is None else DIAGNOSIS + mistake_of(message)
     text = re.sub(r"np\.\w+\(([^()]*)\)", r"\1", message.removesuffix("..."))
     text = re.sub(r"(?<![A-Za-z_\d.])[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", "#", text)
     return re.sub(r"\s+", " ", text).strip()[:CHECK_CHARS]
@@ -264,11 +266,11 @@ def _exercise_table(items):
 
 
 def _failures_of(lesson, item):
-    """One exercise's failures: a row per check that failed, with one student's message and who."""
-    e = html.escape
+    """One exercise's failures: a row per mistake diagnosed or check that failed, with one student's message and who."""
+    from course_utils.diagnosis import mistake_of; e = html.escape  # noqa: E702
     parts = [f"<h3><code>{e(item['name'])}</code>: {item['n'] - item['passed']} of {item['n']} did not get full "
-             'marks</h3><table><tr><th scope="col">students</th><th scope="col">the check that failed (one '
-             'student\'s message)</th><th scope="col">who</th></tr>']
+             'marks</h3><table><tr><th scope="col">students</th><th scope="col">the mistake diagnosed, else the '
+             'check that failed (one student\'s message)</th><th scope="col">who</th></tr>']
     for group in item["groups"]:
         student, error, message = group[0]
         share = 100 * len(group) / item["n"]
@@ -276,7 +278,9 @@ def _failures_of(lesson, item):
         more = "" if not others else (
             f"<details><summary>{len(others)} other wording(s) of this check</summary><ul>"
             + "".join(f"<li>{e(m)} ({e(s)})</li>" for m, s in list(others.items())[:5]) + "</ul></details>")
-        parts.append(f"<tr><td class=n>{len(group)} ({share:.0f}%)</td><td>{e(error) + ': ' if error else ''}"
+        mistake = mistake_of(message)
+        lead = f"<strong>{e(mistake)}</strong><br>" if mistake is not None else ""
+        parts.append(f"<tr><td class=n>{len(group)} ({share:.0f}%)</td><td>{lead}{e(error) + ': ' if error else ''}"
                      f"{e(message)}{more}</td><td>{_student_links(lesson, sorted(s for s, _, _ in group))}</td></tr>")
     return "".join(parts) + "</table>"
 

@@ -57,7 +57,7 @@ def check_close(actual, expected, name, atol=1e-5, rtol=1e-5, hint="", mistakes=
     if bad is not None:
         raise AssertionError(f"{name}: {bad}. {hint}".strip())
     generic = diagnosis.GENERIC if mistakes and hint else ""
-    raise AssertionError(f"{name}: values differ ({where}). {generic}{hint}".strip())
+    raise AssertionError(f"{name}: values differ. {generic}{hint}".strip() + f" [{where}]")
 
 
 def _where(a, e, numeric):

@@ -26,7 +26,7 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 from .. import cells
 from ..course import lesson_notebook
 
-MAX_MESSAGE = 300  # characters of a failed test's message shown to the student, "..." included
+MAX_MESSAGE = 600  # characters of a failed test's message shown to the student, "..." included (a diagnosis leads it)
 MAX_TEXT = 20_000  # characters of one submitted text output shown
 MAX_IMAGE = 2_000_000  # base64 characters of one submitted image shown
 MAX_OUTPUTS = 50  # submitted outputs shown per cell

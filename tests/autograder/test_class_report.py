@@ -78,6 +78,21 @@ def test_a_message_is_grouped_by_its_check_not_its_numbers():
     assert check_of("a float32 result for a float64 input, 3 rows") == "a float32 result for a float64 input, # rows"
 
 
+def test_failures_are_grouped_by_the_mistake_they_name_whatever_case_failed():
+    from autograder.class_report import Submission, _items, _lesson_page
+    a = "Diagnosis: the scores are divided by d_k: scale by 1 / sqrt(d_k) [weights for d_k=4: largest gap at (2,)]"
+    b = "Diagnosis: the scores are divided by d_k: scale by 1 / sqrt(d_k) [output for d_k=16, d_v=3: largest gap]"
+    c = "weights for d_k=4: values differ (largest gap at index (1,): got 0.3, expected 0.2)."
+    assert check_of(a) == check_of(b) != check_of(c)
+    students = [Submission(name, status="graded", score=0, max_score=1, cells={"t": 0.0},
+                           failures={"t": ("AssertionError", message)}) for name, message in
+                [("ann", a), ("bob", b), ("cy", c)]]
+    items = _items([("t", 1.0)], students)
+    assert sorted(len(g) for g in items[0]["groups"]) == [1, 2]
+    page = _lesson_page("00_x", items, students)
+    assert "<strong>the scores are divided by d_k: scale by 1 / sqrt(d_k)</strong>" in page
+
+
 def test_point_biserial_matches_its_formula_and_is_undefined_where_nothing_varies():
     passed, rest = [1, 1, 0, 0, 1], [4.0, 3.0, 1.0, 2.0, 3.0]
     import numpy as np

@@ -23,7 +23,8 @@ def _words(case):
 
 
 def _named(message, words):
-    text = " ".join(message.lower().split())
+    from autograder.preprocessors.shown import MAX_MESSAGE
+    text = " ".join(message[:MAX_MESSAGE - 3].lower().split())
     return bool(words) and all(" ".join(w.lower().split()) in text for w in words)
 
 
@@ -36,12 +37,13 @@ def run(lesson_data, verbose):
     for name, case in lesson_data.MISTAKES.items():
         test_id, source = case[0], case[1]
         failure = code.run_all_test_cells(source)[test_id]
-        message = "" if failure is None else f"{type(failure).__name__}: {failure}"
+        message = "" if failure is None else str(failure)
         row = (test_id, name, failure is not None, failure is not None and _named(message, _words(case)), message)
         rows.append(row)
         if verbose:
             mark = "named " if row[3] else ("CAUGHT" if row[2] else "PASSED")
-            print(f"[{mark}] {test_id} | {name}\n    words: {_words(case)}\n    {message[:600]}\n", flush=True)
+            print(f"[{mark}] {test_id} | {name}\n    words: {_words(case)}\n    {type(failure).__name__}: "
+                  f"{message[:700]}\n", flush=True)
     return rows
 
 

@@ -188,18 +188,22 @@ def _crash_category(e):
 
 
 def _numbers(text):
-    """The first eight numbers of a message that follow no letter or digit (mat1's 1 is not one), each below 10^9."""
-    numbers, digits, after_word = [], "", False
+    """The first eight numbers of a message that follow no letter (mat1's 1 is not one; 6x8 is two), each below 10^9."""
+    numbers, digits, after_word, previous = [], "", False, " "
     for char in text + " ":
-        if "0" <= char <= "9" and not after_word:
-            digits += char
+        if "0" <= char <= "9":
+            if not after_word:
+                digits += char
+            previous = char
             continue
         if digits and len(digits) < 10:
             numbers.append(int(digits))
-        digits = ""
-        after_word = char.isalpha() or char == "_" or ("0" <= char <= "9")
         if len(numbers) == 8:
             break
+        digits = ""
+        times = char == "x" and "0" <= previous <= "9" and not after_word  # the x of 6x8
+        after_word = (char.isalpha() or char == "_") and not times
+        previous = char
     return numbers
 
 
