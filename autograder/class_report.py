@@ -1,12 +1,11 @@
 """`report`: what a class got wrong and why, one offline HTML page per lesson and an index for the course.
 
-It reads only what `grade` wrote (the gradebook, each submission's report, the autograded notebooks) and shows,
-per lesson: the class's score distribution; each exercise's pass rate, hardest first; for each exercise, the
-failure messages the class got, grouped by the check that failed (its message with the numbers taken out), with
-how many students and who; the flags by kind; what was not graded or waits for manual grading; grading times;
-and each exercise's item statistics. A failure message is shown as the student's feedback page shows it
-(`preprocessors/shown.py`: the error's name, the message cut, hidden-test lines scrubbed), so the page holds no
-hidden test. Every text is escaped, every picture is a PNG inside the page, and the page loads nothing.
+It reads only what `grade` wrote (the gradebook, each submission's report, the autograded notebooks) and shows, per
+lesson: the score distribution; each exercise's pass rate, hardest first; its failure messages grouped by the mistake
+they diagnose, else by the check that failed (numbers taken out), with who; the flags by kind; what was not graded
+or waits for manual grading; grading times; item statistics. A message is shown as the feedback page shows it
+(`preprocessors/shown.py`: name, message cut, hidden-test lines scrubbed), so the page holds no hidden test.
+Every text is escaped, every picture is a PNG inside the page, and the page loads nothing.
 """
 import html
 import json
@@ -23,7 +22,6 @@ from .class_report_figures import class_figures
 from .job import FLAG_KINDS, findings
 
 FOLDER = "class_report"  # <course>/class_report/<lesson>.html and index.html
-
 
 @dataclass
 class Submission:
