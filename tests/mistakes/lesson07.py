@@ -178,6 +178,15 @@ MISTAKES = {
             def forward(self, x):
                 return self.linear2(self.dropout(F.relu(self.linear1(x))))
     """),
+    "feed-forward with a ReLU after linear2 as well": ("test_feed_forward", """
+        class FeedForward(nn.Module):
+            def __init__(self, d_model, d_ff):
+                super().__init__()
+                self.linear1, self.linear2 = nn.Linear(d_model, d_ff), nn.Linear(d_ff, d_model)
+
+            def forward(self, x):
+                return F.relu(self.linear2(F.relu(self.linear1(x))))
+    """),
     "feed-forward with other attribute names": ("test_feed_forward", """
         class FeedForward(nn.Module):
             def __init__(self, d_model, d_ff):
@@ -204,6 +213,10 @@ MISTAKES = {
         _ENCODER_BLOCK, "return x + self.ffn(self.norm2(x))", "x += self.ffn(self.norm2(x))\n            return x")),
     "attention weights added to the stream instead of its output": ("test_encoder_block", _swap(
         _ENCODER_BLOCK, "x = x + self.self_attn(h, h, mask)[0]", "x = x + self.self_attn(h, h, mask)[1].mean(1) @ h")),
+    "LayerNorm applied to the sublayers' outputs instead of their inputs": ("test_encoder_block", _swap(_swap(
+        _ENCODER_BLOCK, "h = self.norm1(x)\n            x = x + self.self_attn(h, h, mask)[0]",
+        "x = x + self.norm1(self.self_attn(x, x, mask)[0])"),
+        "return x + self.ffn(self.norm2(x))", "return x + self.norm2(self.ffn(x))")),
     # DecoderBlock
     "cross-attention keys and values from the decoder": ("test_decoder_block", _swap(
         _DECODER_BLOCK, "self.cross_attn(self.norm2(y), memory, memory_mask)",
@@ -255,6 +268,8 @@ MISTAKES = {
         "src_mask = (positions[None, :] < src_lengths[:, None] - 1)[:, None, :]")),
     "no positions in the decoder": ("test_transformer", _swap(
         _TRANSFORMER, "y = self.embed(tgt_in) + self.position(positions)", "y = self.embed(tgt_in)")),
+    "no positions in the encoder": ("test_transformer", _swap(
+        _TRANSFORMER, "x = self.embed(src) + self.position(positions)", "x = self.embed(src)")),
     "decoder reads the raw embeddings, not the encoder's output": ("test_transformer", _swap(
         _TRANSFORMER, "y = block(y, memory, causal, src_mask)", "y = block(y, self.embed(tgt_in) * 0, causal)")),
     "decoder causal mask that also hides each position from itself": ("test_transformer", _swap(
@@ -304,6 +319,42 @@ MISTAKES = {
             for _ in range(max_len):
                 ys = torch.cat([ys, model.decode(ys, memory, src_mask)[:, -1].argmax(-1)[:, None]], dim=1)
                 if (ys == EOS).any():
+                    break
+            return ys[:, 1:]
+    """),
+    "greedy decoding that feeds the decoder only the last token": ("test_greedy_decode", """
+        @torch.no_grad()
+        def greedy_decode(model, src, src_lengths, max_len):
+            memory, src_mask = model.encode(src, src_lengths)
+            ys = torch.full((src.shape[0], 1), BOS, dtype=torch.long)
+            for _ in range(max_len):
+                next_token = model.decode(ys[:, -1:], memory, src_mask)[:, -1].argmax(dim=-1)
+                ys = torch.cat([ys, next_token[:, None]], dim=1)
+                if (ys == EOS).any(dim=1).all():
+                    break
+            return ys[:, 1:]
+    """),
+    "greedy decoding that starts from zeros (PAD) instead of BOS": ("test_greedy_decode", """
+        @torch.no_grad()
+        def greedy_decode(model, src, src_lengths, max_len):
+            memory, src_mask = model.encode(src, src_lengths)
+            ys = torch.zeros((src.shape[0], 1), dtype=torch.long)
+            for _ in range(max_len):
+                next_token = model.decode(ys, memory, src_mask)[:, -1].argmax(dim=-1)
+                ys = torch.cat([ys, next_token[:, None]], dim=1)
+                if (ys == EOS).any(dim=1).all():
+                    break
+            return ys[:, 1:]
+    """),
+    "greedy decoding that writes one token fewer than max_len": ("test_greedy_decode", """
+        @torch.no_grad()
+        def greedy_decode(model, src, src_lengths, max_len):
+            memory, src_mask = model.encode(src, src_lengths)
+            ys = torch.full((src.shape[0], 1), BOS, dtype=torch.long)
+            for _ in range(max_len - 1):
+                next_token = model.decode(ys, memory, src_mask)[:, -1].argmax(dim=-1)
+                ys = torch.cat([ys, next_token[:, None]], dim=1)
+                if (ys == EOS).any(dim=1).all():
                     break
             return ys[:, 1:]
     """),
