@@ -393,6 +393,20 @@ MISTAKES = {
             loss = F.cross_entropy(logits[:, :-1].reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
             return torch.tensor(loss.item())
     """),
+    "loss on the softmax of the logits": ("test_next_token_loss", """
+        def next_token_loss(logits, ids):
+            probabilities = torch.softmax(logits[:, :-1], dim=-1)
+            return F.cross_entropy(probabilities.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1))
+    """),
+    "loss with log_softmax over the positions": ("test_next_token_loss", """
+        def next_token_loss(logits, ids):
+            log_probs = torch.log_softmax(logits[:, :-1], dim=1)
+            return -log_probs.gather(-1, ids[:, 1:].unsqueeze(-1)).mean()
+    """),
+    "loss with the logits given to cross_entropy unflattened": ("test_next_token_loss", """
+        def next_token_loss(logits, ids):
+            return F.cross_entropy(logits[:, :-1], ids[:, 1:])
+    """),
     # sample
     "temperature multiplied instead of divided": ("test_sample", _swap(
         _SAMPLE, "logits = model(ids)[:, -1] / temperature", "logits = model(ids)[:, -1] * temperature")),
@@ -405,6 +419,18 @@ MISTAKES = {
     "generator ignored": ("test_sample", _swap(_SAMPLE, ", generator=generator)", ")")),
     "sampling from the first position": ("test_sample", _swap(
         _SAMPLE, "logits = model(ids)[:, -1] / temperature", "logits = model(ids)[:, 0] / temperature")),
+    "sample returning only the new tokens": ("test_sample", """
+        @torch.no_grad()
+        def sample(model, prompt, num_tokens, temperature=1.0, generator=None):
+            ids = prompt
+            for _ in range(num_tokens):
+                logits = model(ids)[:, -1] / temperature
+                next_token = torch.multinomial(torch.softmax(logits, dim=-1), 1, generator=generator)
+                ids = torch.cat([ids, next_token], dim=1)
+            return ids[:, prompt.shape[1]:]
+    """),
+    "sampling with the softmax over the batch": ("test_sample", _swap(
+        _SAMPLE, "torch.softmax(logits, dim=-1)", "torch.softmax(logits, dim=0)")),
     # top_k_probabilities
     "top-k keeping k + 1 tokens": ("test_top_k", _swap(
         _TOP_K, "scaled.topk(k, dim=-1).values[:, -1:]", "scaled.topk(min(k + 1, scaled.shape[-1]), dim=-1).values[:, -1:]")),
