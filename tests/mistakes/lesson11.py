@@ -154,6 +154,35 @@ MISTAKES = {
     "Function: flash_attention returns PyTorch's attention beside an unused Function": ("test_flash_attention", _variant(
         "FlashAttentionKernel", ("return FlashAttentionKernel.apply(q, k, v, causal, block_q, block_k)",
                                  "return F.scaled_dot_product_attention(q, k, v, is_causal=causal)"))),
+    # float64 inputs computed in float32 inside a kernel, and padded columns taken into a row's max (the review of
+    # 2026-11-28b, items I4 and I6: each passed every hidden test before the tests probed them)
+    "softmax: float64 input computed in float32 (the row loaded .to(tl.float32))": ("test_softmax_rows", _variant(
+        "softmax_rows", ('other=float("-inf"))', 'other=float("-inf")).to(tl.float32)'))),
+    "softmax: padded columns loaded as 0 enter the row max, masked only after the exponential": (
+        "test_softmax_rows", _variant(
+            "softmax_rows", ('other=float("-inf"))', "other=0.0)"),
+            ("    e = tl.exp(x)\n", "    e = tl.where(inside, tl.exp(x), 0.0)\n"))),
+    "forward: float64 inputs computed in float32 (q, k, v loaded .to(tl.float32))": ("test_flash_forward", _variant(
+        "flash_forward", *[(f"{t} = tl.load({t}_ptr + start + {r}[:, None] * D + dims[None, :], mask={r}[:, None] < L, "
+                            "other=0.0)\n",
+                            f"{t} = tl.load({t}_ptr + start + {r}[:, None] * D + dims[None, :], mask={r}[:, None] < L, "
+                            "other=0.0).to(tl.float32)\n") for t, r in (("q", "rows"), ("k", "cols"), ("v", "cols"))])),
+    "forward: lse allocated in float32 for float64 inputs": ("test_flash_forward", _variant(
+        "flash_forward", ("lse = torch.empty(B, H, L, dtype=torch.float64 if q.dtype == torch.float64 else torch.float32,",
+                          "lse = torch.empty(B, H, L, dtype=torch.float32,"))),
+    "forward: padded keys' scores (0) enter the running max, masked only after the exponential": (
+        "test_flash_forward", _variant(
+            "flash_forward", ("        keep = cols[None, :] < L\n", "        keep = cols[None, :] >= 0\n"),
+            ("        p = tl.exp(scores - m_new[:, None])\n",
+             "        p = tl.where(cols[None, :] < L, tl.exp(scores - m_new[:, None]), 0.0)\n"))),
+    "backward: float64 inputs computed in float32 (q, k, v, dO loaded .to(tl.float32) in both kernels)": (
+        "test_flash_backward", _variant(
+            "flash_backward", *[(f"\n{ind}{t} = tl.load({t}_ptr + start + {r}[:, None] * D + dims[None, :], "
+                                 f"mask={r}[:, None] < L, other=0.0)\n",
+                                 f"\n{ind}{t} = tl.load({t}_ptr + start + {r}[:, None] * D + dims[None, :], "
+                                 f"mask={r}[:, None] < L, other=0.0).to(tl.float32)\n")
+                                for ind in ("    ", "        ")
+                                for t, r in (("q", "rows"), ("do", "rows"), ("k", "cols"), ("v", "cols"))])),
 }
 
 ALTERNATIVES = {
