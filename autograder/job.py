@@ -89,6 +89,7 @@ EVENT_KINDS = {
     STARVED: "a cell timed out while the machine was too busy to run the kernel: graded again once, after the others",
 }
 FLAGGED = ("runtime", "integrity", "grader", "tamper", "structure")  # the kinds a reviewer must see
+MAX_PENDING = 2  # pending test cells a grader fault may leave in one submission; more is flagged `pending`
 FLAG_KINDS = {  # every kind of flag, what it means for the reviewer (flags/ makes the static ones)
     **{kind: EVENT_KINDS[kind] for kind in FLAGGED},
     "patch": "the student's code changes numpy, torch, builtins or course_utils (a check the tests rely on)",
@@ -102,6 +103,8 @@ FLAG_KINDS = {  # every kind of flag, what it means for the reviewer (flags/ mak
     "size": "the notebook was trimmed before grading (outputs or cells past the limits); the original is kept",
     "invalid": "the notebook could not be read: not graded, entered with zero",
     "grading": "grading failed (the grader's fault or a dead worker): entered with zero, grade it again",
+    "pending": f"more than {MAX_PENDING} test cells left for manual grading: more than a fault of the grader's explains "
+               "(what the submission ran may have caused them); review the submission before grading them by hand",
 }
 MAX_EVENT_CHARS = 500
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]+")
@@ -182,3 +185,11 @@ def record_kernel(km):
     if folder and pid:
         with open(folder.kernels, "a") as f:
             f.write(f"{pid}\n")
+
+
+def pending_flags(pending):
+    """[the `pending` flag] when more test cells were left for manual grading than a grader fault explains, else []:
+    a student must not be able to send every failed cell to the instructor's manual queue unseen."""
+    if len(pending) <= MAX_PENDING:
+        return []
+    return [Finding("pending", f"{len(pending)} test cells left for manual grading: {', '.join(pending)[:300]}")]

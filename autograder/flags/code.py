@@ -18,7 +18,15 @@ GRADER_FILES = re.compile(r"gradebook|(?:^|[/\\])(?:solutions|\.git)(?:[/\\]|$)|
 CODE_RUNNERS = {"eval", "exec", "compile", "ev", "ex", "run_cell", "run_code", "run_source"}
 KERNEL_ATTRIBUTES = {"displayhook", "display_pub", "iopub_socket", "send_response", "shell_handlers",
                      "ast_transformers", "input_transformers_cleanup", "input_transformers_post", "set_custom_exc",
-                     "showtraceback", "_showtraceback", "run_cell", "run_code", "excepthook", "settrace", "setprofile"}
+                     "showtraceback", "_showtraceback", "run_cell", "run_code", "excepthook", "settrace", "setprofile",
+                     # what can replay or rewrite a result after the test's call returned: output formatters,
+                     # audit hooks (they see every request), and Python's built-ins table itself
+                     "display_formatter", "formatters", "for_type", "for_type_by_name", "addaudithook",
+                     "__builtins__"}
+# methods that change a container in place: called on an object reached through numpy, torch or course_utils
+# (cu.refusals' tables, say) they change what the tests rely on as data, where no assignment shows
+MUTATORS = {"clear", "pop", "popitem", "update", "append", "extend", "remove", "insert", "setdefault", "discard",
+            "__setitem__", "__delitem__"}
 VALUE_TYPES = {"float", "int", "complex", "bool", "Tensor", "ndarray", "Parameter", "generic", "float64", "float32"}
 # what runs work where the graded call's watch (cu.forbid's torch modes, the memory count, both per
 # thread and per process) does not reach: another thread or process, a custom operator, the mode stack off
@@ -110,6 +118,7 @@ def _node_flags(node, watched):
     if (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)
             and node.func.id in ("setattr", "delattr") and node.args and watched(node.args[0])):
         found.append(Finding("patch", f"line {node.lineno} calls {node.func.id} on {ast.unparse(node.args[0])}"))
+    found += _data_patches(node, watched)
     if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__eq__" \
             and _always_true(node):
         found.append(Finding("eq", f"line {node.lineno} defines __eq__ that always returns True"))
@@ -164,6 +173,22 @@ def code_flags(code_cells, helpers=frozenset()):
                     flags.append(Finding("helper", f"line {node.lineno} redefines test helper {name}"))
         flags[count:] = [Finding(f.kind, f.text + where) for f in flags[count:]]
     return flags
+
+
+def _data_patches(node, watched):
+    """Changes no assignment shows: object.__setattr__ (past a class's own guard), a container of numpy, torch or
+    course_utils emptied or filled in place, Python's built-ins table named as a string."""
+    func = getattr(node, "func", None) if isinstance(node, ast.Call) else None
+    if isinstance(func, ast.Attribute) and func.attr in ("__setattr__", "__delattr__") \
+            and isinstance(func.value, ast.Name) and func.value.id in ("object", "type"):
+        return [Finding("patch", f"line {node.lineno} calls {func.value.id}.{func.attr} (sets an attribute past "
+                        f"the object's own guard)")]
+    if isinstance(func, ast.Attribute) and func.attr in MUTATORS and isinstance(func.value, ast.Attribute) \
+            and watched(func.value):
+        return [Finding("patch", f"line {node.lineno} changes {ast.unparse(func.value)} in place (.{func.attr})")]
+    if isinstance(node, ast.Constant) and node.value == "__builtins__":
+        return [Finding("kernel", f"line {node.lineno} names '__builtins__' (Python's built-ins table)")]
+    return []
 
 
 def _escape(node):

@@ -53,7 +53,7 @@ from ..flags import flag_submission
 from ..gradebook import mark_flagged, merge, record_failure
 from ..sandbox import sandbox_settings  # noqa: F401 (the public API)
 from .settings import HARD_LIMIT_GRACE_S, Limits, grading_config  # noqa: F401 (the public API: grading_config)
-from ..job import FLAGGED, STARVED, Finding, Job, JobFolder, as_flag, findings, read_events
+from ..job import FLAGGED, STARVED, Finding, Job, JobFolder, as_flag, findings, pending_flags, read_events
 
 
 @dataclass
@@ -182,6 +182,7 @@ class _Running:
             r.score, r.max_score = record_failure(self.paths.course, r.lesson, r.student)
             r.flags.append(Finding("grading", r.error.strip().splitlines()[-1] if r.error.strip() else r.status))
         r.flags += [as_flag(e) for e in r.events if e.kind in FLAGGED]
+        r.flags += pending_flags(r.pending)
         if r.status == "graded":
             shutil.rmtree(self.paths.work, ignore_errors=True)
         return r

@@ -7,6 +7,10 @@ process tree (the sandbox launcher, bubblewrap, the kernel, its threads and chil
 when the cell times out: a kernel that waited for a core at least half as long as it ran, and for a tenth of
 the cell's wall time or more, was starved, and the timeout is not the student's (STARVED). A loop that runs
 forever on a quiet machine waits a few per cent; code that sleeps waits for nothing; both are charged.
+
+Only a wait the machine's OTHER work explains counts: the CPU time every process spent (/proc/stat) less the
+kernel's own tree's is the most the tree can have waited on others; the rest of its wait is for itself (busy
+child processes or threads of the student's, more than the cores given), and a timeout then is charged.
 """
 import os
 import time
@@ -22,6 +26,7 @@ class Clock:
     ran: float
     waited: float
     at: float
+    busy: float | None = None  # CPU seconds every process of the machine had run (/proc/stat), where readable
 
 
 def read(pid):
@@ -48,7 +53,18 @@ def read(pid):
                     todo += [int(child) for child in f.read().split()]
             except (OSError, ValueError):
                 pass
-    return Clock(ran / 1e9, waited / 1e9, time.monotonic()) if readable else None
+    return Clock(ran / 1e9, waited / 1e9, time.monotonic(), _machine_busy()) if readable else None
+
+
+def _machine_busy():
+    """CPU seconds every process of the machine has run since boot (user, nice, system, irq, softirq, steal), or
+    None where /proc/stat cannot be read."""
+    try:
+        with open("/proc/stat") as f:
+            fields = [int(x) for x in f.readline().split()[1:9]]
+        return (sum(fields[:3]) + sum(fields[5:8])) / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def starved(start, end):
@@ -58,6 +74,10 @@ def starved(start, end):
         return False, "no schedstat here: the timeout is charged"
     ran, waited, wall = end.ran - start.ran, end.waited - start.waited, end.at - start.at
     why = f"in {wall:.1f} s the kernel ran {ran:.1f} s and waited {waited:.1f} s for a core"
+    if start.busy is not None and end.busy is not None:  # the wait other work explains, at most what it ran
+        others = max(end.busy - start.busy - ran, 0.0)
+        why += f", while the machine's other work ran {others:.1f} s"
+        waited = min(waited, others)
     return waited >= WAIT_PER_RUN * ran and waited >= WAIT_PER_WALL * wall, why
 
 

@@ -23,6 +23,17 @@ def test_a_loop_on_a_quiet_core_is_charged_sleep_is_charged_a_starved_kernel_is_
     assert clock.starved(start, None)[0] is False and clock.starved(None, start)[0] is False
 
 
+def test_a_wait_for_the_kernels_own_busy_children_is_charged_a_wait_for_other_work_is_not():
+    """A kernel whose own child processes keep every core busy waits for a core as a starved one does: that wait
+    is the student's doing. Only the CPU time the machine's other processes ran can explain a wait."""
+    start = clock.Clock(ran=10.0, waited=1.0, at=100.0, busy=500.0)
+    own = clock.Clock(ran=50.0, waited=41.0, at=130.0, busy=541.0)       # the tree ran 40 s of the 41 the machine ran
+    assert clock.starved(start, own)[0] is False
+    others = clock.Clock(ran=20.0, waited=21.0, at=130.0, busy=560.0)    # others ran 50 s while the tree waited 20
+    assert clock.starved(start, others)[0] is True
+    assert clock.read(os.getpid()).busy > 0
+
+
 def test_the_clock_of_a_real_process_tree_counts_its_childrens_run_time():
     parent = subprocess.Popen([sys.executable, "-c", f"import subprocess, sys, time\n"
                                f"subprocess.Popen([sys.executable, '-c', {LOOP!r}])\ntime.sleep(60)"])

@@ -17,7 +17,11 @@ def _flags(code):
                                   "import builtins\nbuiltins.print = None",
                                   "import course_utils as cu\nsetattr(cu, 'check_close', None)",
                                   "from torch import nn\nnn.functional.softmax = abs",
-                                  "import torch\ndel torch.allclose"])
+                                  "import torch\ndel torch.allclose",
+                                  # data changed in place, and attributes set past an object's own guard
+                                  "import course_utils as cu\ncu.refusals.REFUSED.clear()",
+                                  "import course_utils as cu\ncu.ambient.AMBIENT.__dict__.update(x=1)",
+                                  "import course_utils as cu\nobject.__setattr__(cu.ambient.AMBIENT, 'x', 1)"])
 def test_patching_watched_modules_is_flagged(code):
     assert any(f.startswith("patch:") for f in _flags(code)), _flags(code)
 
@@ -251,3 +255,14 @@ def test_prose_and_own_attributes_are_not_flagged(code):
                                         ("%%capture\nprint(In[-1])", "introspect:")])
 def test_grader_paths_and_history_in_every_form_are_flagged(code, kind):
     assert any(f.startswith(kind) for f in _flags(code)), _flags(code)
+
+
+@pytest.mark.parametrize("code", [
+    "get_ipython().display_formatter.formatters['text/plain'].for_type(float, lambda *a: None)",
+    "import sys\nsys.addaudithook(lambda event, args: None)",
+    "import builtins\nglobals()['__builtins__'] = dict(vars(builtins))",
+])
+def test_what_can_replay_or_rewrite_a_result_after_the_call_is_flagged(code):
+    """Round 6's routes around a refusal inside the kernel (issue 56): an output formatter that replays a refused
+    request, an audit hook that sees every request, the built-ins table replaced: each flagged from the source."""
+    assert any(f.startswith("kernel:") for f in _flags(code)), _flags(code)

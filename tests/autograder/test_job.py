@@ -49,6 +49,12 @@ def test_the_parent_flags_by_kind_and_a_grader_side_failure_is_flagged_for_revie
                      "integrity: np.allclose was replaced"]
 
 
+def test_a_submission_with_more_pending_cells_than_a_grader_fault_explains_is_flagged():
+    assert job.pending_flags(["test_a"] * job.MAX_PENDING) == []
+    (flag,) = job.pending_flags(["test_a", "test_b", "test_c", "test_d"][:job.MAX_PENDING + 1])
+    assert flag.kind == "pending" and "test_a" in flag.text and flag.kind in job.FLAG_KINDS
+
+
 def test_a_finding_survives_pickling_and_its_record_with_its_kind_and_cell():
     """A Result carries its findings back from a Dask worker, pickled; a report holds them as records."""
     import pickle

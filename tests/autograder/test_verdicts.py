@@ -332,6 +332,24 @@ def test_the_channels_own_tools_replaced_in_the_kernel_change_nothing(kernel, na
     assert "scaled_dot_product_attention" in str(results["test_attention"]), results["test_attention"]
 
 
+TENSOR_METHOD_PATCHES = (
+    "torch.Tensor.cpu = lambda self, *a, **k: torch.zeros_like(torch._C.TensorBase.cpu(self))\n"
+    "torch.Tensor.contiguous = lambda self, *a, **k: torch._C.TensorBase.contiguous(self) * 0\n"
+    "torch.Tensor.numpy = lambda self, *a, **k: torch._C.TensorBase.numpy(self) * 0\n")
+
+
+def test_tensor_methods_replaced_in_the_kernel_change_nothing_the_grader_reads(kernel):
+    """The kernel's side reads a tensor with TensorBase's own C methods, never torch.Tensor's, which a cell can
+    replace: before, answers read through a replaced Tensor.cpu arrived as zeros, and an input changed in place
+    could be hidden from the copy taken before the call."""
+    results = grade(kernel, HONEST + TENSOR_METHOD_PATCHES)
+    assert passed(results) == ALL, results
+    hidden_change = "def attention(q, k, v):\n    out = torch.softmax(q @ k.transpose(-2, -1) / 2, -1) @ v\n" \
+                    "    q.mul_(2)\n    return out\n"
+    results = grade(kernel, HONEST + TENSOR_METHOD_PATCHES + hidden_change)
+    assert "in place" in str(results["test_attention"]), results["test_attention"]
+
+
 def test_python_builtins_replaced_in_the_kernel_are_refused_not_obeyed(kernel):
     """A built-in the kernel's side uses (isinstance) replaced for the whole kernel: the stub never runs on it;
     each request is answered "Tampered", which fails the test (never the grader's failure) and is noted."""
@@ -612,6 +630,17 @@ def test_an_error_that_forges_a_grader_failure_is_the_students(kernel):
                       "def softmax(x):\n    raise GraderSideError()\n")
     with pytest.raises(RuntimeError, match="softmax.* raised Exception"):
         _session(kernel).fetch("softmax")(1.0)
+
+
+@pytest.mark.parametrize("answer", ["np.datetime64('2020-01-01')", "np.array(['2020-01-01'], dtype='datetime64[D]')",
+                                    "np.array(['a', 'b'])", "np.str_('x')"])
+def test_an_answer_that_is_not_numbers_is_the_students_failure_not_the_graders(kernel, answer):
+    """A date or a string where the test reads numbers: it was sent as numbers the grader could not read, and the
+    test cell was left pending as the grader's failure. Now it arrives as the student's object, and the test's own
+    check charges it with a message."""
+    results = grade(kernel, HONEST + f"def softmax(x):\n    return {answer}\n")
+    assert type(results["test_softmax"]) is AssertionError, results["test_softmax"]
+    assert passed(results) == ["test_attention", "test_linear", "test_memory"]
 
 
 def test_free_names_are_what_a_cell_reads_and_never_binds():

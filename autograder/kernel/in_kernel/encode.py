@@ -9,6 +9,23 @@ def _keep(value):
     return number
 
 
+_TENSOR_METHODS = {}
+NUMBER_KINDS = "biufc"  # numpy's kinds of numbers and booleans: the arrays an answer carries as data
+
+
+def _tensor(name):
+    """TensorBase's own method or attribute `name`, as C made it: a cell that replaces torch.Tensor.cpu, .detach or
+    .dtype changes nothing this side reads (TensorBase is an immutable C type, found among object's subclasses)."""
+    if not _TENSOR_METHODS:
+        _TENSOR_METHODS.update(_type.__dict__["__dict__"].__get__(_c_class("torch._C", "TensorBase")))
+    return _TENSOR_METHODS[name]
+
+
+def _host(value):
+    """A detached CPU tensor holding `value`'s numbers, read with TensorBase's own methods."""
+    return _tensor("cpu")(_tensor("detach")(value))
+
+
 def encode(value, depth=0, budget=None):
     """Plain data as JSON-able structures; anything else stays here and goes out as a handle."""
     import numpy as np
@@ -28,24 +45,25 @@ def encode(value, depth=0, budget=None):
     if type(value) is float:
         return {"t": "float", "v": repr(value)}
     if torch is not None and isinstance(value, torch.Tensor) and type(value) in (torch.Tensor, torch.nn.Parameter):
-        tensor = value.detach().cpu()
-        original = str(tensor.dtype).replace("torch.", "")
-        if tensor.dtype in (torch.bfloat16, torch.float16):
-            tensor = tensor.float()
-        if tensor.numel() * tensor.element_size() > MAX_ANSWER_BYTES // 2:
+        tensor = _host(value)
+        dtype = _tensor("dtype").__get__(tensor)
+        original = str(dtype).replace("torch.", "")
+        if original in ("bfloat16", "float16"):
+            tensor = _tensor("float")(tensor)
+        if _tensor("numel")(tensor) * _tensor("element_size")(tensor) > MAX_ANSWER_BYTES // 2:
             raise TooLarge("an answer too large to send")
-        array = tensor.contiguous().numpy()
+        array = _tensor("numpy")(_tensor("contiguous")(tensor))
         return {"t": "tensor", "dtype": str(array.dtype), "as": original, "shape": list(array.shape),
                 "b64": _b64encode(array.tobytes())}
     if type(value) is np.ndarray:
         if value.nbytes > MAX_ANSWER_BYTES // 2:
             raise TooLarge("an answer too large to send")
         array = np.ascontiguousarray(value)
-        if array.dtype.hasobject:
-            return {"t": "handle", "id": _keep(value), "kind": "ndarray(object)"}
+        if array.dtype.kind not in NUMBER_KINDS:  # objects, dates, strings: not an answer the tests read as numbers
+            return {"t": "handle", "id": _keep(value), "kind": "ndarray"}
         return {"t": "ndarray", "dtype": str(array.dtype), "shape": list(array.shape),
                 "b64": _b64encode(array.tobytes())}
-    if isinstance(value, np.generic) and type(value).__module__ == "numpy" and not isinstance(value, np.object_):
+    if isinstance(value, np.generic) and type(value).__module__ == "numpy" and value.dtype.kind in NUMBER_KINDS:
         array = np.asarray(value)
         return {"t": "npscalar", "dtype": str(array.dtype), "b64": _b64encode(array.tobytes())}
     if torch is not None and type(value) is torch.dtype:
@@ -70,7 +88,7 @@ def _arrays(args, kwargs):
     found = {}
     for key, value in list(enumerate(args)) + list(kwargs.items()):
         if torch is not None and type(value) is torch.Tensor:
-            found[str(key)] = (value, value.detach().cpu().clone())
+            found[str(key)] = (value, _tensor("clone")(_host(value)))
         elif type(value) is np.ndarray:
             found[str(key)] = (value, value.copy())
     return found
@@ -87,10 +105,11 @@ def _changed(before, in_place=False):
     out = []
     for key, (value, copy) in before.items():
         if torch is not None and type(value) is torch.Tensor:
-            now = value.detach().cpu()
-            same = now.shape == copy.shape and now.dtype == copy.dtype and bool(torch.equal(now, copy) or (
-                now.is_floating_point() and torch.equal(torch.nan_to_num(now, 0.5), torch.nan_to_num(copy, 0.5))
-                and torch.equal(now.isnan(), copy.isnan())))
+            now, t = _host(value), _tensor
+            same = t("shape").__get__(now) == t("shape").__get__(copy) and \
+                t("dtype").__get__(now) == t("dtype").__get__(copy) and bool(t("equal")(now, copy) or (
+                    t("is_floating_point")(now) and t("equal")(t("nan_to_num")(now, 0.5), t("nan_to_num")(copy, 0.5))
+                    and t("equal")(t("isnan")(now), t("isnan")(copy))))
         else:
             same = value.shape == copy.shape and value.dtype == copy.dtype and value.tobytes() == copy.tobytes()
         if not same:

@@ -27,9 +27,10 @@ class Tampered(Exception):
 
 
 def _c_class(module, name):
-    """The class C code made as module.name: among object's direct subclasses, never through a module attribute."""
+    """The class C code made as module.name: among object's direct subclasses, never through a module attribute
+    (its metaclass made by C too: `type`, or torch's _TensorMeta)."""
     for klass in _type.__subclasses__(object):
-        if _type(klass) is _type and _FLAGS(klass) & _IMMUTABLE and klass.__module__ == module \
+        if _FLAGS(_type(klass)) & _IMMUTABLE and _FLAGS(klass) & _IMMUTABLE and klass.__module__ == module \
                 and klass.__name__ == name:
             return klass
     raise Tampered(f"{module}.{name}")
