@@ -76,7 +76,19 @@ def _is_gpu(device):
     return torch.device(device).type == "cuda"
 
 
-class SimulatedGenerator(torch.Generator):
+class _AnyGenerator(type(torch._C.Generator)):
+    """SimulatedGenerator's metaclass: every torch generator is an instance, every generator class a subclass, so
+    that `torch.Generator` standing for SimulatedGenerator while the simulation is on changes no `isinstance`
+    check (a generator made before the simulation, or by torch itself, still is a torch.Generator)."""
+
+    def __instancecheck__(cls, obj):
+        return isinstance(obj, torch._C.Generator)
+
+    def __subclasscheck__(cls, sub):
+        return issubclass(sub, torch._C.Generator)
+
+
+class SimulatedGenerator(torch._C.Generator, metaclass=_AnyGenerator):
     """`torch.Generator(device=...)` under the simulation: a CPU generator that knows which side it is for."""
 
     def __new__(cls, device="cpu"):
@@ -122,7 +134,7 @@ def _refuse_float64(t, name):
 def _check_generator(name, generator, on_gpu):
     if generator is None:
         return
-    gen_gpu = isinstance(generator, SimulatedGenerator) and generator.for_gpu
+    gen_gpu = bool(getattr(generator, "for_gpu", False))  # a generator made outside the simulation is the CPU's
     if gen_gpu != on_gpu:
         want, got = ("cuda", "cpu") if on_gpu else ("cpu", "cuda")
         raise RuntimeError(f"Expected a '{want}' device type for generator but found '{got}' "
@@ -161,6 +173,8 @@ class _Placement(TorchFunctionMode):
                     f"{tuple(host[0].shape)} met a tensor on the GPU; make it with device=... or .to(device))")
         _check_generator(name or str(func), kwargs.get("generator"), on_gpu)
         out = func(*args, **kwargs)
+        if target and not from_device:  # made for the device from host data: a copy on a GPU, never an alias
+            out = pytree.tree_map(lambda t: _copied(t, args, kwargs), out)
         if on_gpu and name not in ("copy_", "__setitem__", "tolist", "item"):
             for t in pytree.tree_leaves(out):
                 _mark(t)
@@ -212,6 +226,20 @@ class _Placement(TorchFunctionMode):
         if to_gpu:
             _refuse_float64(out, name)
         return _mark(out, to_gpu)
+
+
+def _copied(out, args, kwargs):
+    """`out`, cloned if it shares memory with a host argument (`as_tensor`/`asarray` of a tensor or an array
+    return their input's memory on the CPU, where a GPU copies it)."""
+    if not isinstance(out, torch.Tensor):
+        return out
+    pointer = out.untyped_storage().data_ptr()
+    for a in (*args, *kwargs.values()):
+        if isinstance(a, torch.Tensor) and a.untyped_storage().data_ptr() == pointer:
+            return out.clone()
+        if hasattr(a, "__array_interface__") and a.__array_interface__["data"][0] == out.data_ptr():
+            return out.clone()
+    return out
 
 
 def is_simulating():

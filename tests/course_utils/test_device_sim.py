@@ -123,3 +123,45 @@ def test_a_bug_only_aliasing_hides_fails_under_the_simulator():
 
     with simulated_gpu():
         assert scale_in_place(torch.ones(3), "cuda").tolist() == [1.0, 1.0, 1.0]
+
+
+def test_a_generator_made_outside_the_simulation_is_still_a_torch_generator_inside_it():
+    """`torch.Generator` stands for the simulator's class only while a simulation is on, and every torch generator
+    is an instance of it: a generator made before the block passed `isinstance` outside and failed inside."""
+    before = torch.Generator().manual_seed(0)
+    with simulated_gpu():
+        assert isinstance(before, torch.Generator) and issubclass(torch._C.Generator, torch.Generator)
+        assert isinstance(torch.Generator(device="cuda"), torch.Generator)
+        assert torch.randn(2, generator=before).shape == (2,)  # a CPU generator for host work, as on a GPU
+    assert torch.Generator is torch._C.Generator
+
+
+ROUTES = {
+    "as_tensor": lambda x: torch.as_tensor(x, device="cuda"),
+    "asarray": lambda x: torch.asarray(x, device="cuda"),
+    "tensor": lambda x: torch.tensor(x, device="cuda"),
+    "to": lambda x: x.to("cuda"),
+    "to(device=)": lambda x: x.to(device="cuda"),
+    "cuda": lambda x: x.cuda(),
+    "empty_like + copy_": lambda x: torch.empty_like(x, device="cuda").copy_(x),
+}
+
+
+@pytest.mark.parametrize("route", sorted(ROUTES))
+def test_every_route_to_the_device_copies_and_leaves_the_host_original_on_the_host(route):
+    """On a GPU, a tensor brought to the device from the host is a copy: changing it leaves the original, which
+    stays on the host. `as_tensor(x, device="cuda")` once returned x itself and marked it as on the device."""
+    x = torch.arange(4.0)
+    with simulated_gpu():
+        on_gpu = ROUTES[route](x)
+        on_gpu.mul_(2)
+        assert on_gpu is not x and x.device.type == "cpu" and on_gpu.device.type == "cuda"
+        assert x.tolist() == [0.0, 1.0, 2.0, 3.0]
+
+
+def test_an_array_brought_to_the_device_is_copied():
+    array = np.arange(3, dtype=np.float32)
+    with simulated_gpu():
+        torch.as_tensor(array, device="cuda").add_(1)
+        torch.asarray(array, device="cuda").add_(1)
+    assert array.tolist() == [0.0, 1.0, 2.0]
