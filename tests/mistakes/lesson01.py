@@ -202,14 +202,14 @@ MISTAKES = {
                 x = torch.cat([self.embedding(token), context], -1).unsqueeze(1)
                 out, h = self.rnn(x, hidden.unsqueeze(0))
                 return self.out(out[:, 0]), h
-    """),
+    """, "keeps the GRU's layer axis"),
     "encoder run under torch.no_grad (nothing trains)": ("test_encoder", """
         class Encoder(Encoder):
             @torch.no_grad()
             def forward(self, src, src_lengths):
                 out, _ = self.rnn(self.embedding(src))
                 return out, out[torch.arange(src.shape[0]), src_lengths - 1]
-    """),
+    """, "torch.no_grad()"),
     "encoder with the GRU's state and the embedding swapped in their names": ("test_encoder", """
         class Encoder(Encoder):
             def __init__(self, vocab_size, emb_dim, hidden_dim):
@@ -219,7 +219,7 @@ MISTAKES = {
             def forward(self, src, src_lengths):
                 out, _ = self.gru(self.emb(src))
                 return out, out[torch.arange(src.shape[0]), src_lengths - 1]
-    """),
+    """, "self.embedding (nn.Embedding)"),
     "teacher forcing that detaches the context (the encoder never learns)": ("test_seq2seq_forward", """
         class Seq2Seq(Seq2Seq):
             def forward(self, src, src_lengths, tgt_in):
@@ -229,46 +229,46 @@ MISTAKES = {
                                context.unsqueeze(1).expand(-1, tgt_in.shape[1], -1)], -1)
                 out, _ = self.decoder.rnn(x, context.unsqueeze(0).contiguous())
                 return self.decoder.out(out)
-    """),
+    """, ("no gradient reached", "detached")),
     "loss that zeroes the padded logits in place": ("test_sequence_loss", """
         def sequence_loss(logits, targets):
             logits.data[targets == PAD] = 0.0
             keep = targets != PAD
             return F.cross_entropy(logits[keep], targets[keep])
-    """),
+    """, "changed its input in place"),
     "greedy decoding that changes src in place": ("test_greedy_decode", """
         _solution_greedy = greedy_decode
         def greedy_decode(model, src, src_lengths, max_len):
             out = _solution_greedy(model, src, src_lengths, max_len)
             src[:, :1] = 3
             return out
-    """),
+    """, "changed its input in place"),
     "final state taken at the last padded position": ("test_encoder", """
         class Encoder(Encoder):
             def forward(self, src, src_lengths):
                 out, h = self.rnn(self.embedding(src))
                 return out, h[0]
-    """),
+    """, "last position of the padded batch"),
     "final state one position too early": ("test_encoder", """
         class Encoder(Encoder):
             def forward(self, src, src_lengths):
                 out, _ = self.rnn(self.embedding(src))
                 return out, out[torch.arange(src.shape[0]), src_lengths - 2]
-    """),
+    """, "one position too early"),
     "decoder step that ignores the context": ("test_decoder_step", """
         class Decoder(Decoder):
             def step(self, token, hidden, context):
                 x = torch.cat([self.embedding(token), torch.zeros_like(context)], -1).unsqueeze(1)
                 out, h = self.rnn(x, hidden.unsqueeze(0))
                 return self.out(out[:, 0]), h[0]
-    """),
+    """, "new state does not change when the context changes"),
     "decoder step that ignores the previous state": ("test_decoder_step", """
         class Decoder(Decoder):
             def step(self, token, hidden, context):
                 x = torch.cat([self.embedding(token), context], -1).unsqueeze(1)
                 out, h = self.rnn(x)
                 return self.out(out[:, 0]), h[0]
-    """),
+    """, "does not change when the previous state changes"),
     "teacher forcing that starts from a zero state": ("test_seq2seq_forward", """
         class Seq2Seq(Seq2Seq):
             def forward(self, src, src_lengths, tgt_in):
@@ -277,7 +277,7 @@ MISTAKES = {
                                context.unsqueeze(1).expand(-1, tgt_in.shape[1], -1)], -1)
                 out, _ = self.decoder.rnn(x)
                 return self.decoder.out(out)
-    """),
+    """, "starts from a zero state"),
     "teacher forcing that drops the context from the inputs": ("test_seq2seq_forward", """
         class Seq2Seq(Seq2Seq):
             def forward(self, src, src_lengths, tgt_in):
@@ -286,24 +286,24 @@ MISTAKES = {
                                torch.zeros(*tgt_in.shape, context.shape[-1])], -1)
                 out, _ = self.decoder.rnn(x, context.unsqueeze(0).contiguous())
                 return self.decoder.out(out)
-    """),
+    """, "context is missing from the decoder's inputs"),
     "loss that averages over padding too": ("test_sequence_loss", """
         def sequence_loss(logits, targets):
             per_token = F.cross_entropy(logits.flatten(0, 1), targets.flatten(), reduction="none")
             return (per_token * (targets.flatten() != PAD)).mean()
-    """),
+    """, "divided by every position, padding included"),
     "loss that averages each row first": ("test_sequence_loss", """
         def sequence_loss(logits, targets):
             per_token = F.cross_entropy(logits.transpose(1, 2), targets, reduction="none")
             mask = (targets != PAD).float()
             return ((per_token * mask).sum(1) / mask.sum(1)).mean()
-    """),
+    """, "averages each row first"),
     "greedy decoding that never stops early": ("test_greedy_decode", """
         _solution_greedy = greedy_decode
         def greedy_decode(model, src, src_lengths, max_len):
             out = _solution_greedy(model, src, src_lengths, max_len)
             return torch.cat([out, torch.full((out.shape[0], max_len - out.shape[1]), PAD)], 1)
-    """),
+    """, "keeps stepping after every row has produced <eos>"),
     "greedy decoding that keeps writing after <eos>": ("test_greedy_decode", """
         @torch.no_grad()
         def greedy_decode(model, src, src_lengths, max_len):
@@ -314,7 +314,7 @@ MISTAKES = {
                 token = logits.argmax(-1)
                 out.append(token)
             return torch.stack(out, 1)
-    """),
+    """, "keeps writing after its <eos>"),
     "teacher forcing with the context taken at the padded end": ("test_seq2seq_forward", """
         class Seq2Seq(Seq2Seq):
             def forward(self, src, src_lengths, tgt_in):
@@ -324,7 +324,7 @@ MISTAKES = {
                                context.unsqueeze(1).expand(-1, tgt_in.shape[1], -1)], -1)
                 out, _ = self.decoder.rnn(x, context.unsqueeze(0).contiguous())
                 return self.decoder.out(out)
-    """),
+    """, "last padded position"),
     "greedy decoding that feeds <bos> at every step": ("test_greedy_decode", """
         @torch.no_grad()
         def greedy_decode(model, src, src_lengths, max_len):
@@ -339,7 +339,7 @@ MISTAKES = {
                 if done.all():
                     break
             return torch.stack(out, 1)
-    """),
+    """, "feeds <bos> at every step"),
     "greedy decoding that restarts from the context at every step": ("test_greedy_decode", """
         @torch.no_grad()
         def greedy_decode(model, src, src_lengths, max_len):
@@ -354,12 +354,12 @@ MISTAKES = {
                 if done.all():
                     break
             return torch.stack(out, 1)
-    """),
+    """, "restarts from the context at every step"),
     "greedy decoding that returns float ids": ("test_greedy_decode", """
         _solution_greedy = greedy_decode
         def greedy_decode(model, src, src_lengths, max_len):
             return _solution_greedy(model, src, src_lengths, max_len).float()
-    """),
+    """, "token ids are int64"),
     "encoder whose outputs are a tensor subclass that always compares equal": ("test_encoder", """
         class _Liar(torch.Tensor):
             def __eq__(self, other): return True
@@ -368,46 +368,48 @@ MISTAKES = {
             def forward(self, src, src_lengths):
                 out, h = self.rnn(self.embedding(src))
                 return out.as_subclass(_Liar), h[0].as_subclass(_Liar)
-    """),
+    """, "plain torch.Tensor"),
     "loss returned as a Python float": ("test_sequence_loss", """
         _solution_loss = sequence_loss
         def sequence_loss(logits, targets):
             return float(_solution_loss(logits, targets))
-    """),
+    """, "not a tensor"),
     "concept: loss averaged over every padded position": ("test_concepts", """
         loss_positions = 3 * 8
-    """),
+    """, "every position of the padded batch is counted"),
     "concept: a context that grows with the source": ("test_concepts", """
         context_numbers = 30 * 128
-    """),
+    """, "the context grows with the source"),
     "concept: a letter that claims to equal every answer": ("test_concepts", """
         class _Liar(str):
             def __eq__(self, other): return True
             __hash__ = str.__hash__
         reverse_answer = _Liar("a")
-    """),
+    """, "plain str"),
     "beam comparing unnormalised scores": ("test_beam_search", _swap(
-        _BEAM, "normalised = (top / ((5 + step) / 6) ** alpha)", "normalised = top")),
+        _BEAM, "normalised = (top / ((5 + step) / 6) ** alpha)", "normalised = top"), "plain log-probability"),
     "beam returning the first hypothesis to finish": ("test_beam_search", _swap(
-        _BEAM, "better = row_best > best_score", "better = (row_best > float('-inf')) & torch.isinf(best_score)")),
+        _BEAM, "better = row_best > best_score", "better = (row_best > float('-inf')) & torch.isinf(best_score)"),
+        "first hypothesis to finish wins"),
     "length penalty counting the tokens without <eos>": ("test_beam_search", _swap(
-        _BEAM, "((5 + step) / 6) ** alpha", "((4 + step) / 6) ** alpha")),
+        _BEAM, "((5 + step) / 6) ** alpha", "((4 + step) / 6) ** alpha"), "without the <eos>"),
     "length penalty counting <bos> too": ("test_beam_search", _swap(
-        _BEAM, "((5 + step) / 6) ** alpha", "((6 + step) / 6) ** alpha")),
+        _BEAM, "((5 + step) / 6) ** alpha", "((6 + step) / 6) ** alpha"), "counts <bos> too"),
     "length penalty: divided by the length": ("test_beam_search", _swap(
-        _BEAM, "((5 + step) / 6) ** alpha", "step")),
+        _BEAM, "((5 + step) / 6) ** alpha", "step"), "divided by the length n"),
     "length penalty: divided by the length to the power alpha": ("test_beam_search", _swap(
-        _BEAM, "((5 + step) / 6) ** alpha", "step ** alpha")),
+        _BEAM, "((5 + step) / 6) ** alpha", "step ** alpha"), "divided by n ** alpha"),
     "length penalty without alpha": ("test_beam_search", _swap(
-        _BEAM, "((5 + step) / 6) ** alpha", "((5 + step) / 6)")),
+        _BEAM, "((5 + step) / 6) ** alpha", "((5 + step) / 6)"), "leaves out alpha"),
     "length penalty multiplied": ("test_beam_search", _swap(
-        _BEAM, "(top / ((5 + step) / 6) ** alpha)", "(top * ((5 + step) / 6) ** alpha)")),
+        _BEAM, "(top / ((5 + step) / 6) ** alpha)", "(top * ((5 + step) / 6) ** alpha)"),
+        "multiplied by the length penalty"),
     "finished hypotheses extended past <eos>": ("test_beam_search", _swap(
-        _BEAM, 'score = top.masked_fill(token == EOS, float("-inf"))', "score = top")),
+        _BEAM, 'score = top.masked_fill(token == EOS, float("-inf"))', "score = top"), "goes on after its <eos>"),
     "finished hypotheses kept in the beam and extended (recorded once, at their first <eos>)": ("test_beam_search", _swap(_swap(
         _BEAM, 'score = top.masked_fill(token == EOS, float("-inf"))', "score = top"),
         "ended = (token == EOS) & torch.isfinite(top)",
-        "ended = (token == EOS) & torch.isfinite(top) & ((prefixes == EOS).sum(-1) == 1)")),
+        "ended = (token == EOS) & torch.isfinite(top) & ((prefixes == EOS).sum(-1) == 1)"), "stay in the beam"),
     "every hypothesis extended, the best picked at the end and cut at its first <eos>": ("test_beam_search", """
         @torch.no_grad()
         def beam_search(model, src, src_lengths, max_len, beam_size=4, alpha=1.0):
@@ -430,10 +432,10 @@ MISTAKES = {
             out = prefixes[torch.arange(B), (score / ((5 + max_len) / 6) ** alpha).argmax(-1)]
             after = (out == EOS).long().cumsum(-1) - (out == EOS).long() > 0
             return out.masked_fill(after, PAD)
-    """),
+    """, "extended to max_len"),
     "every beam starting from <bos> (copies of one hypothesis fill the beam)": ("test_beam_search", _swap(
         _BEAM, "score = torch.full((B, K), float(\"-inf\"), device=device)\n        score[:, 0] = 0.0",
-        "score = torch.zeros(B, K, device=device)")),
+        "score = torch.zeros(B, K, device=device)"), "copies of one hypothesis"),
     "top-k over the whole batch instead of each row": ("test_beam_search", """
         @torch.no_grad()
         def beam_search(model, src, src_lengths, max_len, beam_size=4, alpha=1.0):
@@ -466,9 +468,90 @@ MISTAKES = {
             best = [b if b is not None else prefixes[0].tolist() for b in best]
             width = max(len(b) for b in best)
             return torch.tensor([b + [PAD] * (width - len(b)) for b in best])
-    """),
+    """, "not searched on their own"),
     "nothing returned for a row in which no hypothesis finished": ("test_beam_search", _swap(
-        _BEAM, "if unfinished.any():", "if False:")),
+        _BEAM, "if unfinished.any():", "if False:"), "nothing is returned"),
+    "final state taken after the first token": ("test_encoder", """
+        class Encoder(Encoder):
+            def forward(self, src, src_lengths):
+                out, _ = self.rnn(self.embedding(src))
+                return out, out[:, 0]
+    """, "after the first token"),
+    "encoder that sorts the batch for pack_padded_sequence and leaves the final states sorted": ("test_encoder", """
+        class Encoder(Encoder):
+            def forward(self, src, src_lengths):
+                order = src_lengths.argsort(descending=True)
+                packed = nn.utils.rnn.pack_padded_sequence(self.embedding(src)[order], src_lengths[order].cpu(),
+                                                           batch_first=True)
+                out, h = self.rnn(packed)
+                out, _ = nn.utils.rnn.pad_packed_sequence(out, batch_first=True, total_length=src.shape[1])
+                return out[order.argsort()], h[0]
+    """, "decreasing length"),
+    "decoder step with the context before the embedding": ("test_decoder_step", """
+        class Decoder(Decoder):
+            def step(self, token, hidden, context):
+                x = torch.cat([context, self.embedding(token)], -1).unsqueeze(1)
+                out, h = self.rnn(x, hidden.unsqueeze(0))
+                return self.out(out[:, 0]), h[0]
+    """, "[context, embedding(token)]"),
+    "decoder step with hidden and context swapped": ("test_decoder_step", """
+        class Decoder(Decoder):
+            def step(self, token, hidden, context):
+                x = torch.cat([self.embedding(token), hidden], -1).unsqueeze(1)
+                out, h = self.rnn(x, context.unsqueeze(0))
+                return self.out(out[:, 0]), h[0]
+    """, "hidden and context are swapped"),
+    "decoder step whose logits come from the previous state": ("test_decoder_step", """
+        class Decoder(Decoder):
+            def step(self, token, hidden, context):
+                x = torch.cat([self.embedding(token), context], -1).unsqueeze(1)
+                out, h = self.rnn(x, hidden.unsqueeze(0))
+                return self.out(hidden), h[0]
+    """, "computed from the previous state"),
+    "decoder step that returns probabilities": ("test_decoder_step", """
+        class Decoder(Decoder):
+            def step(self, token, hidden, context):
+                x = torch.cat([self.embedding(token), context], -1).unsqueeze(1)
+                out, h = self.rnn(x, hidden.unsqueeze(0))
+                return torch.softmax(self.out(out[:, 0]), -1), h[0]
+    """, "returns probabilities"),
+    "teacher forcing that shifts tgt_in once more": ("test_seq2seq_forward", """
+        class Seq2Seq(Seq2Seq):
+            def forward(self, src, src_lengths, tgt_in):
+                _, context = self.encoder(src, src_lengths)
+                tgt_in = torch.cat([torch.full_like(tgt_in[:, :1], BOS), tgt_in[:, :-1]], 1)
+                x = torch.cat([self.decoder.embedding(tgt_in),
+                               context.unsqueeze(1).expand(-1, tgt_in.shape[1], -1)], -1)
+                out, _ = self.decoder.rnn(x, context.unsqueeze(0).contiguous())
+                return self.decoder.out(out)
+    """, "shifted once more"),
+    "teacher forcing that returns probabilities": ("test_seq2seq_forward", """
+        class Seq2Seq(Seq2Seq):
+            def forward(self, src, src_lengths, tgt_in):
+                _, context = self.encoder(src, src_lengths)
+                x = torch.cat([self.decoder.embedding(tgt_in),
+                               context.unsqueeze(1).expand(-1, tgt_in.shape[1], -1)], -1)
+                out, _ = self.decoder.rnn(x, context.unsqueeze(0).contiguous())
+                return torch.softmax(self.decoder.out(out), -1)
+    """, "forward returns probabilities"),
+    "loss summed instead of averaged": ("test_sequence_loss", """
+        def sequence_loss(logits, targets):
+            return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD, reduction="sum")
+    """, "summed over the non-pad positions, not averaged"),
+    "loss that counts <pad> as a target": ("test_sequence_loss", """
+        def sequence_loss(logits, targets):
+            return F.cross_entropy(logits.flatten(0, 1), targets.flatten())
+    """, "<pad> positions count as targets"),
+    "loss as nll_loss of the raw logits": ("test_sequence_loss", """
+        def sequence_loss(logits, targets):
+            return F.nll_loss(logits.flatten(0, 1), targets.flatten(), ignore_index=PAD)
+    """, "no log_softmax"),
+    "concept: loss positions without the <eos>": ("test_concepts", """
+        loss_positions = 4 + 7 + 2
+    """, "<eos> of each target is left out"),
+    "concept: reversing said to shorten the average distance": ("test_concepts", """
+        reverse_answer = "a"
+    """, "does not change the average distance"),
 }
 
 
