@@ -18,6 +18,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
+from tests.processes import dies_with_this_process
+
 CHROMIUM = os.environ.get("COURSE_CHROMIUM", "/usr/bin/chromium")
 CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
                   "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -74,8 +76,10 @@ class JupyterServer:
         env = dict(os.environ, COURSE_FAST="1", MPLBACKEND="module://matplotlib_inline.backend_inline")
         env.pop("JUPYTER_PATH", None)
         self.log = open(log_path, "w")
-        self.process = subprocess.Popen(self.argv, stdout=self.log, stderr=subprocess.STDOUT, env=env,
-                                        cwd=str(self.root))
+        # in a session of its own, and terminated when this process dies (tests/processes.py): Ctrl-C on the test
+        # run, or a run killed, leaves no server and no kernel running
+        self.process = subprocess.Popen(**dies_with_this_process(self.argv), stdout=self.log,
+                                        stderr=subprocess.STDOUT, env=env, cwd=str(self.root))
 
     def url(self, path):
         # JupyterLab: `reset` starts from an empty workspace, so earlier tests' tabs are not reopened
