@@ -91,11 +91,11 @@ MISTAKES = {
     "mask applied to the first head only": ("test_multi_head_attention", _mha_with(
         'scores = torch.where(mask, scores, torch.tensor(float("-inf")))',
         'scores = torch.cat([torch.where(mask, scores[:, :1], torch.tensor(float("-inf"))), scores[:, 1:]], 1)'),
-            "the mask reaches head(s) [0] only"),
+            "the mask reaches only head(s) 0;"),
     "mask applied to the last head only": ("test_multi_head_attention", _mha_with(
         'scores = torch.where(mask, scores, torch.tensor(float("-inf")))',
         'scores = torch.cat([scores[:, :-1], torch.where(mask, scores[:, -1:], torch.tensor(float("-inf")))], 1)'),
-            "the mask reaches head(s) [2] only"),
+            "the mask reaches only head(s) 2;"),
     "3-D mask broadcast over heads instead of batch": ("test_multi_head_attention", _mha_with(
         "if mask.dim() == 3:", "if False:"),
             ("works as (B, 1, 1, L_k) and raises as (B, L_q, L_k)", "give a 3-D mask a head axis")),
