@@ -136,7 +136,9 @@ def case(label, why=""):
     except NotImplementedError:
         raise
     except _PASSED_ON as e:
-        raise AssertionError(f"{label} raised {type(e).__name__}: {_short(e)}" + (f". {why}" if why else "")) from None
+        # the reason first: a long crash text must not push it past what the feedback page shows
+        raise AssertionError(f"{label} raised {type(e).__name__}" + (f": {why}" if why else "")
+                             + f" [{_short(e)}]") from None
 
 
 def _short(error, limit=300):
