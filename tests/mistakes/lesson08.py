@@ -2,7 +2,8 @@
 
 Each case takes a test cell's source from solutions/08_fast_attention.ipynb,
 runs it after the set-up cell, the given layer and the solution cells, with one
-answer replaced by a mistaken (or another correct) version.
+answer replaced by a mistaken (or another correct) version. A mistake's third element: the words the
+message on its own test cell must contain, naming that mistake (issue 55).
 """
 
 
@@ -268,19 +269,19 @@ MISTAKES = {
     "causal_mask top-left aligned (what is_causal does)": ("test_causal_mask", """
         def causal_mask(L_q, L_k):
             return torch.ones(L_q, L_k, dtype=torch.bool).tril()
-    """),
+    """, "aligned top-left"),
     "causal_mask as floats": ("test_causal_mask", """
         def causal_mask(L_q, L_k):
             return torch.ones(L_q, L_k).tril(diagonal=L_k - L_q)
-    """),
+    """, ("dtype torch.float32", "not torch.bool")),
     "causal_mask inverted": ("test_causal_mask", """
         def causal_mask(L_q, L_k):
             return ~torch.ones(L_q, L_k, dtype=torch.bool).tril(diagonal=L_k - L_q)
-    """),
+    """, "True and False are swapped"),
     "causal_mask without the diagonal": ("test_causal_mask", """
         def causal_mask(L_q, L_k):
             return torch.ones(L_q, L_k, dtype=torch.bool).tril(diagonal=L_k - L_q - 1)
-    """),
+    """, "misses its own key"),
     "KVCache appends the new tokens in front": ("test_kv_cache", """
         class KVCache:
             def __init__(self):
@@ -295,7 +296,7 @@ MISTAKES = {
 
             def __len__(self):
                 return 0 if self.k is None else self.k.shape[2]
-    """),
+    """, "IN FRONT of the stored ones"),
     "KVCache concatenates along the head axis": ("test_kv_cache", """
         class KVCache:
             def __init__(self):
@@ -310,7 +311,7 @@ MISTAKES = {
 
             def __len__(self):
                 return 0 if self.k is None else self.k.shape[2]
-    """),
+    """, "along a dim other than the length axis"),
     "KVCache that keeps only the newest chunk": ("test_kv_cache", """
         class KVCache:
             def __init__(self):
@@ -324,7 +325,7 @@ MISTAKES = {
 
             def __len__(self):
                 return self.n
-    """),
+    """, "keeps only the newest chunk"),
     "cached_self_attention appending in the wrong order": ("test_cached_self_attention", """
         def cached_self_attention(layer, x_new, cache):
             q, k, v = layer.project(x_new)
@@ -336,7 +337,7 @@ MISTAKES = {
             scores = q @ k.transpose(-2, -1) / math.sqrt(layer.head_dim)
             weights = torch.softmax(scores.masked_fill(~causal_mask(q.shape[2], k.shape[2]), float("-inf")), -1)
             return layer.merge(weights @ v), weights
-    """),
+    """, ("before calling cache.update", "cannot be assigned to")),
     "cached_self_attention with is_causal (top-left)": ("test_cached_self_attention", """
         def cached_self_attention(layer, x_new, cache):
             q, k, v = layer.project(x_new)
@@ -345,14 +346,14 @@ MISTAKES = {
             mask = torch.ones(q.shape[2], k.shape[2], dtype=torch.bool).tril()
             scores = q @ k.transpose(-2, -1) / math.sqrt(layer.head_dim)
             return layer.merge(out), torch.softmax(scores.masked_fill(~mask, float("-inf")), -1)
-    """),
+    """, "aligned top-left"),
     "cached_self_attention without a mask": ("test_cached_self_attention", """
         def cached_self_attention(layer, x_new, cache):
             q, k, v = layer.project(x_new)
             k, v = cache.update(k, v)
             weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(layer.head_dim), -1)
             return layer.merge(weights @ v), weights
-    """),
+    """, "no causal mask"),
     "cached_self_attention scaled by the model width": ("test_cached_self_attention", """
         def cached_self_attention(layer, x_new, cache):
             q, k, v = layer.project(x_new)
@@ -360,7 +361,7 @@ MISTAKES = {
             scores = q @ k.transpose(-2, -1) / math.sqrt(layer.d_model)
             weights = torch.softmax(scores.masked_fill(~causal_mask(q.shape[2], k.shape[2]), float("-inf")), -1)
             return layer.merge(weights @ v), weights
-    """),
+    """, "divided by sqrt(d_model)"),
     "cached_self_attention with an inverted causal mask": ("test_cached_self_attention", """
         def cached_self_attention(layer, x_new, cache):
             q, k, v = layer.project(x_new)
@@ -369,7 +370,7 @@ MISTAKES = {
             mask = causal_mask(q.shape[2], k.shape[2])
             weights = torch.softmax(scores.masked_fill(mask, float("-inf")), -1).nan_to_num(0.0)
             return layer.merge(weights @ v), weights
-    """),
+    """, "causal mask is inverted"),
     "a stateful online_softmax_update (right in its own test, s = 0 once tiled_attention has run) beside a "
     "tiled_attention that returns zeros": ("test_tiled_attention", """
         _tiled_ran = []
@@ -382,32 +383,32 @@ MISTAKES = {
         def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
             _tiled_ran.append(True)
             return torch.zeros_like(q)
-    """),
+    """, "output is all zeros"),
     "online_softmax_update without rescaling the running sum": ("test_online_softmax_update", """
         def online_softmax_update(m, s, block):
             m_new = torch.maximum(m, block.amax(-1))
             safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
             return m_new, s + torch.exp(block - safe[..., None]).sum(-1)
-    """),
+    """, "without rescaling it"),
     "online_softmax_update rescaling the wrong way": ("test_online_softmax_update", """
         def online_softmax_update(m, s, block):
             m_new = torch.maximum(m, block.amax(-1))
             safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
             factor = torch.where(torch.isinf(m), torch.zeros_like(m), torch.exp(safe - m))
             return m_new, s * factor + torch.exp(block - safe[..., None]).sum(-1)
-    """),
+    """, "the wrong way, by exp(m_new - m)"),
     "online_softmax_update that gives NaN for masked rows": ("test_online_softmax_update", """
         def online_softmax_update(m, s, block):
             m_new = torch.maximum(m, block.amax(-1))
             return m_new, s * torch.exp(m - m_new) + torch.exp(block - m_new[..., None]).sum(-1)
-    """),
+    """, ("NaN for a row whose scores so far are all -inf", "keep its sum at 0")),
     "online_softmax_update without subtracting the max": ("test_online_softmax_update", """
         def online_softmax_update(m, s, block):
             m_new = torch.maximum(m, block.amax(-1))
             total = s * torch.exp(torch.where(torch.isinf(m), torch.zeros_like(m), m)) + torch.exp(block).sum(-1)
             safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
             return m_new, total * torch.exp(-safe)
-    """),
+    """, ("overflows", "subtract the running max")),
     "tiled_attention whose tiles double-count the diagonal": ("test_tiled_attention", """
         def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
             B, H, L_q, d = q.shape
@@ -431,7 +432,7 @@ MISTAKES = {
                 o = o * torch.exp(m - safe)[..., None] + torch.exp(scores - safe[..., None]) @ v[:, :, j0:j1]
                 m = m_new
             return torch.where(s[..., None] > 0, o / s.clamp_min(1e-30)[..., None], torch.zeros_like(o))
-    """),
+    """, "tiles overlap by one key"),
     "tiled_attention that forgets to rescale the output": ("test_tiled_attention", """
         def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
             B, H, L_q, d = q.shape
@@ -453,7 +454,7 @@ MISTAKES = {
                 o = o + torch.exp(scores - safe[..., None]) @ v[:, :, j0:j0 + tile_size]
                 m = m_new
             return torch.where(s[..., None] > 0, o / s.clamp_min(1e-30)[..., None], torch.zeros_like(o))
-    """),
+    """, "running output o is not rescaled"),
     "tiled_attention with a top-left causal mask": ("test_tiled_attention", """
         def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
             B, H, L_q, d = q.shape
@@ -474,7 +475,7 @@ MISTAKES = {
                 o = o * torch.exp(m - safe)[..., None] + torch.exp(scores - safe[..., None]) @ v[:, :, j0:j0 + tile_size]
                 m = m_new
             return torch.where(s[..., None] > 0, o / s.clamp_min(1e-30)[..., None], torch.zeros_like(o))
-    """),
+    """, "causal mask is aligned top-left"),
     "tiled_attention that holds the full scores": ("test_tiled_attention", """
         def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
             L_q, L_k = q.shape[2], k.shape[2]
@@ -485,7 +486,7 @@ MISTAKES = {
                 allowed = allowed & (torch.arange(L_k)[None, None, None, :] < key_lengths[:, None, None, None])
             scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~allowed, float("-inf"))
             return torch.softmax(scores, -1).nan_to_num(0.0) @ v
-    """),
+    """, ("made a tensor of", "one key tile at a time")),
     "tiled_attention calling PyTorch's fused operator": ("test_tiled_attention", """
         def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
             L_q, L_k = q.shape[2], k.shape[2]
@@ -496,7 +497,7 @@ MISTAKES = {
                 allowed = allowed & (torch.arange(L_k)[None, None, None, :] < key_lengths[:, None, None, None])
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=allowed)
             return torch.where(allowed.any(-1, keepdim=True), out, torch.zeros_like(out))
-    """),
+    """, ("called torch.nn.functional.scaled_dot_product_attention", "build yourself")),
     "grouped_query_attention repeating heads in the wrong order": ("test_grouped_query_attention", """
         def grouped_query_attention(q, k, v, mask=None):
             H, G = q.shape[1], k.shape[1]
@@ -508,7 +509,7 @@ MISTAKES = {
                 scores = scores.masked_fill(~mask, float("-inf"))
             weights = torch.softmax(scores, -1)
             return weights @ v, weights
-    """),
+    """, ("wrong order", "repeat_interleave")),
     "grouped_query_attention scaled by the width of all heads": ("test_grouped_query_attention", """
         def grouped_query_attention(q, k, v, mask=None):
             H, G = q.shape[1], k.shape[1]
@@ -520,7 +521,7 @@ MISTAKES = {
                 scores = scores.masked_fill(~mask, float("-inf"))
             weights = torch.softmax(scores, -1)
             return weights @ v, weights
-    """),
+    """, "divided by sqrt(H * d)"),
     "grouped_query_attention calling PyTorch's enable_gqa": ("test_grouped_query_attention", """
         def grouped_query_attention(q, k, v, mask=None):
             H, G = q.shape[1], k.shape[1]
@@ -531,7 +532,7 @@ MISTAKES = {
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
             return out, torch.softmax(scores, -1)
-    """),
+    """, ("called torch.nn.functional.scaled_dot_product_attention", "build yourself")),
     "grouped_query_attention with an inverted mask": ("test_grouped_query_attention", """
         def grouped_query_attention(q, k, v, mask=None):
             H, G = q.shape[1], k.shape[1]
@@ -543,7 +544,7 @@ MISTAKES = {
                 scores = scores.masked_fill(mask, float("-inf"))
             weights = torch.softmax(scores, -1).nan_to_num(0.0)
             return weights @ v, weights
-    """),
+    """, "mask is inverted"),
     "rope rotating clockwise": ("test_rope", """
         def rope(x, positions, base=10000.0):
             d = x.shape[-1]
@@ -554,7 +555,7 @@ MISTAKES = {
             cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
             even, odd = x[..., 0::2], x[..., 1::2]
             return torch.stack([even * cos + odd * sin, -even * sin + odd * cos], dim=-1).flatten(-2)
-    """),
+    """, "turns clockwise"),
     "rope with one frequency per feature instead of per pair": ("test_rope", """
         def rope(x, positions, base=10000.0):
             d = x.shape[-1]
@@ -565,7 +566,7 @@ MISTAKES = {
             cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
             even, odd = x[..., 0::2], x[..., 1::2]
             return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
-    """),
+    """, "odd exponents"),
     "rope adding sinusoids instead of rotating": ("test_rope", """
         def rope(x, positions, base=10000.0):
             d = x.shape[-1]
@@ -575,19 +576,19 @@ MISTAKES = {
             angle = positions.double()[:, None] * omega
             pe = torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(-2)
             return x + pe.to(x.dtype)
-    """),
+    """, "adds sinusoids"),
     "sliding_window_mask one key too wide": ("test_sliding_window_mask", """
         def sliding_window_mask(L_q, L_k, window):
             p = torch.arange(L_q)[:, None] + (L_k - L_q)
             j = torch.arange(L_k)[None, :]
             return (j <= p) & (j >= p - window)
-    """),
+    """, "holds W + 1 keys"),
     "sliding_window_mask top-left aligned": ("test_sliding_window_mask", """
         def sliding_window_mask(L_q, L_k, window):
             p = torch.arange(L_q)[:, None]
             j = torch.arange(L_k)[None, :]
             return (j <= p) & (j > p - window)
-    """),
+    """, "aligned top-left"),
     # each of these must fail its own test cell and no other (issue 19 section 8)
     "rope that rotates x in place": ("test_rope", """
         def rope(x, positions, base=10000.0):
@@ -601,7 +602,7 @@ MISTAKES = {
             x[..., 0::2] = even * cos - odd * sin
             x[..., 1::2] = even * sin + odd * cos
             return x
-    """),
+    """, ("changed its input in place", "argument 1")),
     "rope that pairs the split halves but writes the result interleaved": ("test_rope", """
         def rope(x, positions, base=10000.0):
             d = x.shape[-1]
@@ -611,7 +612,7 @@ MISTAKES = {
             cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
             a, b = x[..., : d // 2], x[..., d // 2:]
             return torch.stack([a * cos - b * sin, a * sin + b * cos], dim=-1).flatten(-2)
-    """),
+    """, "split halves) but writes the result interleaved"),
     "rope that ignores the positions (every row at position 1)": ("test_rope", """
         def rope(x, positions, base=10000.0):
             d = x.shape[-1]
@@ -622,21 +623,21 @@ MISTAKES = {
             cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
             even, odd = x[..., 0::2], x[..., 1::2]
             return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
-    """),
+    """, "ignores `positions`"),
     "online_softmax_update that rescales s in place": ("test_online_softmax_update", """
         def online_softmax_update(m, s, block):
             m_new = torch.maximum(m, block.amax(dim=-1))
             safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
             s.mul_(torch.exp(m - safe)).add_(torch.exp(block - safe[..., None]).sum(dim=-1))
             return m_new, s
-    """),
+    """, ("changed its input in place", "argument 2")),
     "online_softmax_update that overwrites m in place": ("test_online_softmax_update", """
         def online_softmax_update(m, s, block):
             m_old = m.clone()
             m.copy_(torch.maximum(m, block.amax(dim=-1)))
             safe = torch.where(torch.isinf(m), torch.zeros_like(m), m)
             return m, s * torch.exp(m_old - safe) + torch.exp(block - safe[..., None]).sum(dim=-1)
-    """),
+    """, ("changed its input in place", "argument 1")),
     "KVCache that clears the caller's k_new in place": ("test_kv_cache", """
         class KVCache:
             def __init__(self):
@@ -653,7 +654,7 @@ MISTAKES = {
 
             def __len__(self):
                 return 0 if self.k is None else self.k.shape[2]
-    """),
+    """, ("changed its input in place", "argument 1")),
     "cached_self_attention that concatenates the cache by hand and never stores the new keys": ("test_cached_self_attention", """
         def cached_self_attention(layer, x_new, cache):
             q, k, v = layer.project(x_new)
@@ -662,7 +663,7 @@ MISTAKES = {
             scores = q @ k.transpose(-2, -1) / math.sqrt(layer.head_dim)
             weights = torch.softmax(scores.masked_fill(~causal_mask(q.shape[2], k.shape[2]), float("-inf")), -1)
             return layer.merge(weights @ v), weights
-    """),
+    """, "never called cache.update"),
     "tiled_attention that scales q in place": ("test_tiled_attention", """
         def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
             q.mul_(1 / math.sqrt(q.shape[-1]))
@@ -684,7 +685,7 @@ MISTAKES = {
                 o = o * torch.exp(m - safe)[..., None] + torch.exp(x - safe[..., None]) @ v[:, :, j0:j0 + tile_size]
                 m = m_new
             return torch.where(s[..., None] > 0, o / s.clamp_min(1e-30)[..., None], torch.zeros_like(o))
-    """),
+    """, ("changed its input in place", "argument 1")),
     "grouped_query_attention that scales q in place": ("test_grouped_query_attention", """
         def grouped_query_attention(q, k, v, mask=None):
             H, G = q.shape[1], k.shape[1]
@@ -697,5 +698,231 @@ MISTAKES = {
                 scores = scores.masked_fill(~mask, float("-inf"))
             weights = torch.softmax(scores, -1)
             return weights @ v, weights
-    """),
+    """, ("changed its input in place", "argument 1")),
+
+    # added for issue 55: realistic mistakes where an exercise had fewer than five, and a wrong dtype
+    "causal_mask as the upper triangle (triu)": ("test_causal_mask", """
+        def causal_mask(L_q, L_k):
+            return torch.ones(L_q, L_k, dtype=torch.bool).triu(diagonal=L_k - L_q)
+    """, "upper triangle (triu)"),
+    "KVCache.update that stores the keys but returns only the new ones": ("test_kv_cache", """
+        class KVCache:
+            def __init__(self):
+                self.k = self.v = None
+
+            def update(self, k_new, v_new):
+                if self.k is None:
+                    self.k, self.v = k_new, v_new
+                else:
+                    self.k = torch.cat([self.k, k_new], dim=2)
+                    self.v = torch.cat([self.v, v_new], dim=2)
+                return k_new, v_new
+
+            def __len__(self):
+                return 0 if self.k is None else self.k.shape[2]
+    """, "returns only the new ones"),
+    "KVCache whose len counts the updates": ("test_kv_cache", """
+        class KVCache:
+            def __init__(self):
+                self.k = self.v = None
+                self.steps = 0
+
+            def update(self, k_new, v_new):
+                if self.k is None:
+                    self.k, self.v = k_new, v_new
+                else:
+                    self.k = torch.cat([self.k, k_new], dim=2)
+                    self.v = torch.cat([self.v, v_new], dim=2)
+                self.steps += 1
+                return self.k, self.v
+
+            def __len__(self):
+                return self.steps
+    """, "counts the calls to update"),
+    "KVCache whose len is len(self.k) (the batch size)": ("test_kv_cache", """
+        class KVCache:
+            def __init__(self):
+                self.k = self.v = None
+
+            def update(self, k_new, v_new):
+                if self.k is None:
+                    self.k, self.v = k_new, v_new
+                else:
+                    self.k = torch.cat([self.k, k_new], dim=2)
+                    self.v = torch.cat([self.v, v_new], dim=2)
+                return self.k, self.v
+
+            def __len__(self):
+                return 0 if self.k is None else len(self.k)
+    """, "the batch size"),
+    "cached_self_attention with the softmax over the queries (dim=-2)": ("test_cached_self_attention", """
+        def cached_self_attention(layer, x_new, cache):
+            q, k, v = layer.project(x_new)
+            k, v = cache.update(k, v)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(layer.head_dim)
+            mask = causal_mask(q.shape[2], k.shape[2])
+            weights = torch.softmax(scores.masked_fill(~mask, float("-inf")), dim=-2)
+            return layer.merge(weights @ v), weights
+    """, "sum to one over the keys"),
+    "cached_self_attention that concatenates the heads by hand and skips W_O": ("test_cached_self_attention", """
+        def cached_self_attention(layer, x_new, cache):
+            B, T, _ = x_new.shape
+            q, k, v = layer.project(x_new)
+            k, v = cache.update(k, v)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(layer.head_dim)
+            weights = torch.softmax(scores.masked_fill(~causal_mask(T, k.shape[2]), float("-inf")), dim=-1)
+            return (weights @ v).transpose(1, 2).reshape(B, T, layer.d_model), weights
+    """, "skips W_O"),
+    "online_softmax_update that forgets the old max": ("test_online_softmax_update", """
+        def online_softmax_update(m, s, block):
+            m_new = block.amax(dim=-1)
+            safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+            return m_new, s * torch.exp(m - safe) + torch.exp(block - safe[..., None]).sum(dim=-1)
+    """, "forgets the old max"),
+    "tiled_attention that divides by s without a guard (NaN for queries with no allowed key)": ("test_tiled_attention", """
+        def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
+            B, H, L_q, d = q.shape
+            L_k = k.shape[2]
+            m = torch.full((B, H, L_q), float("-inf"), dtype=q.dtype)
+            s = torch.zeros(B, H, L_q, dtype=q.dtype)
+            o = torch.zeros_like(q)
+            for j0 in range(0, L_k, tile_size):
+                key_pos = torch.arange(j0, min(j0 + tile_size, L_k))
+                allowed = torch.ones(1, 1, L_q, len(key_pos), dtype=torch.bool)
+                if causal:
+                    allowed = allowed & (key_pos[None, :] <= torch.arange(L_q)[:, None] + L_k - L_q)
+                if key_lengths is not None:
+                    allowed = allowed & (key_pos[None, None, None, :] < key_lengths[:, None, None, None])
+                scores = (q @ k[:, :, j0:j0 + tile_size].transpose(-2, -1) / math.sqrt(d)).masked_fill(~allowed, float("-inf"))
+                m_new, s = online_softmax_update(m, s, scores)
+                safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+                o = o * torch.exp(m - safe)[..., None] + torch.exp(scores - safe[..., None]) @ v[:, :, j0:j0 + tile_size]
+                m = m_new
+            return o / s[..., None]
+    """, "no allowed key"),
+    "tiled_attention that ignores key_lengths": ("test_tiled_attention", """
+        def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
+            B, H, L_q, d = q.shape
+            L_k = k.shape[2]
+            m = torch.full((B, H, L_q), float("-inf"), dtype=q.dtype)
+            s = torch.zeros(B, H, L_q, dtype=q.dtype)
+            o = torch.zeros_like(q)
+            for j0 in range(0, L_k, tile_size):
+                key_pos = torch.arange(j0, min(j0 + tile_size, L_k))
+                allowed = torch.ones(L_q, len(key_pos), dtype=torch.bool)
+                if causal:
+                    allowed = allowed & (key_pos[None, :] <= torch.arange(L_q)[:, None] + L_k - L_q)
+                scores = (q @ k[:, :, j0:j0 + tile_size].transpose(-2, -1) / math.sqrt(d)).masked_fill(~allowed, float("-inf"))
+                m_new, s = online_softmax_update(m, s, scores)
+                safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+                o = o * torch.exp(m - safe)[..., None] + torch.exp(scores - safe[..., None]) @ v[:, :, j0:j0 + tile_size]
+                m = m_new
+            return torch.where(s[..., None] > 0, o / s.clamp_min(1e-30)[..., None], torch.zeros_like(o))
+    """, "reads the padding keys"),
+    "tiled_attention without the 1 / sqrt(d) scale": ("test_tiled_attention", """
+        def tiled_attention(q, k, v, tile_size, causal=False, key_lengths=None):
+            B, H, L_q, d = q.shape
+            L_k = k.shape[2]
+            m = torch.full((B, H, L_q), float("-inf"), dtype=q.dtype)
+            s = torch.zeros(B, H, L_q, dtype=q.dtype)
+            o = torch.zeros_like(q)
+            for j0 in range(0, L_k, tile_size):
+                key_pos = torch.arange(j0, min(j0 + tile_size, L_k))
+                allowed = torch.ones(1, 1, L_q, len(key_pos), dtype=torch.bool)
+                if causal:
+                    allowed = allowed & (key_pos[None, :] <= torch.arange(L_q)[:, None] + L_k - L_q)
+                if key_lengths is not None:
+                    allowed = allowed & (key_pos[None, None, None, :] < key_lengths[:, None, None, None])
+                scores = (q @ k[:, :, j0:j0 + tile_size].transpose(-2, -1)).masked_fill(~allowed, float("-inf"))
+                m_new, s = online_softmax_update(m, s, scores)
+                safe = torch.where(torch.isinf(m_new), torch.zeros_like(m_new), m_new)
+                o = o * torch.exp(m - safe)[..., None] + torch.exp(scores - safe[..., None]) @ v[:, :, j0:j0 + tile_size]
+                m = m_new
+            return torch.where(s[..., None] > 0, o / s.clamp_min(1e-30)[..., None], torch.zeros_like(o))
+    """, "scores are not scaled"),
+    "grouped_query_attention without the ValueError when G does not divide H": ("test_grouped_query_attention", """
+        def grouped_query_attention(q, k, v, mask=None):
+            H, G = q.shape[1], k.shape[1]
+            k, v = k.repeat_interleave(H // G, 1), v.repeat_interleave(H // G, 1)
+            scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
+            if mask is not None:
+                scores = scores.masked_fill(~mask, float("-inf"))
+            weights = torch.softmax(scores, -1)
+            return weights @ v, weights
+    """, "not ValueError"),
+    "grouped_query_attention that ignores the mask": ("test_grouped_query_attention", """
+        def grouped_query_attention(q, k, v, mask=None):
+            H, G = q.shape[1], k.shape[1]
+            if H % G:
+                raise ValueError("G must divide H")
+            k, v = k.repeat_interleave(H // G, 1), v.repeat_interleave(H // G, 1)
+            weights = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1]), -1)
+            return weights @ v, weights
+    """, "ignores the mask"),
+    "rope that returns float64 for a float32 input (cos and sin left in float64)": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+            angle = positions.double()[:, None] * omega
+            cos, sin = torch.cos(angle), torch.sin(angle)
+            even, odd = x[..., 0::2], x[..., 1::2]
+            return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+    """, ("keep the dtype of x", "torch.float64")),
+    "rope with omega_i = base^(-i/d)": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            omega = base ** (-torch.arange(d // 2, dtype=torch.float64) / d)
+            angle = positions.double()[:, None] * omega
+            cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+            even, odd = x[..., 0::2], x[..., 1::2]
+            return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+    """, "base^(-i/d)"),
+    "rope with each row's index as its position": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            L, d = x.shape[-2], x.shape[-1]
+            if d % 2:
+                raise ValueError("d must be even")
+            omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+            angle = torch.arange(L, dtype=torch.float64)[:, None] * omega
+            cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+            even, odd = x[..., 0::2], x[..., 1::2]
+            return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+    """, "each row's index"),
+    "rope without the ValueError for an odd d": ("test_rope", """
+        def rope(x, positions, base=10000.0):
+            d = x.shape[-1]
+            omega = base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+            angle = positions.double()[:, None] * omega
+            cos, sin = torch.cos(angle).to(x.dtype), torch.sin(angle).to(x.dtype)
+            even, odd = x[..., 0::2], x[..., 1::2]
+            return torch.stack([even * cos - odd * sin, even * sin + odd * cos], dim=-1).flatten(-2)
+    """, "not ValueError"),
+    "sliding_window_mask that leaves out the query's own key": ("test_sliding_window_mask", """
+        def sliding_window_mask(L_q, L_k, window):
+            p = torch.arange(L_q)[:, None] + (L_k - L_q)
+            j = torch.arange(L_k)[None, :]
+            return (j < p) & (j > p - window)
+    """, "leaves out the query's own key"),
+    "sliding_window_mask that also reads future keys": ("test_sliding_window_mask", """
+        def sliding_window_mask(L_q, L_k, window):
+            p = torch.arange(L_q)[:, None] + (L_k - L_q)
+            j = torch.arange(L_k)[None, :]
+            return (j - p).abs() < window
+    """, "also reads keys after the query"),
+    "sliding_window_mask as ints": ("test_sliding_window_mask", """
+        def sliding_window_mask(L_q, L_k, window):
+            p = torch.arange(L_q)[:, None] + (L_k - L_q)
+            j = torch.arange(L_k)[None, :]
+            return ((j <= p) & (j > p - window)).long()
+    """, ("dtype torch.int64", "not torch.bool")),
+    "sliding_window_mask inverted": ("test_sliding_window_mask", """
+        def sliding_window_mask(L_q, L_k, window):
+            p = torch.arange(L_q)[:, None] + (L_k - L_q)
+            j = torch.arange(L_k)[None, :]
+            return (j > p) | (j <= p - window)
+    """, "True and False are swapped"),
 }
