@@ -173,21 +173,21 @@ MISTAKES = {
                 acc = acc * rescale[..., None] + p @ v_j
                 m = m_new
             return acc / s[..., None], m + torch.log(s)
-    """),
+    """, "cut the queries into blocks"),
     "flash_forward returns log(s) without the running max": ("test_flash_forward", """
         _right_forward = flash_forward
         def flash_forward(q, k, v, causal=False, block_q=64, block_k=64):
             o, lse = _right_forward(q, k, v, causal, block_q, block_k)
             scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
             return o, lse - scores.amax(-1)
-    """),
+    """, "without the running max"),
     "flash_forward's log-sum-exp of the unscaled scores": ("test_flash_forward", """
         _right_forward = flash_forward
         def flash_forward(q, k, v, causal=False, block_q=64, block_k=64):
             o, _ = _right_forward(q, k, v, causal, block_q, block_k)
             _, lse = _right_forward(q * math.sqrt(q.shape[-1]), k, v, causal, block_q, block_k)
             return o, lse
-    """),
+    """, "unscaled scores"),
     "flash_forward with the causal mask upper-left (is_causal's corner)": ("test_flash_forward", """
         _right_forward = flash_forward
         def flash_forward(q, k, v, causal=False, block_q=64, block_k=64):
@@ -198,7 +198,7 @@ MISTAKES = {
             o, lse = _right_forward(torch.cat([q, q.new_zeros(q.shape[0], q.shape[1], L_k - L_q, q.shape[3])], 2),
                                     k, v, True, block_q, block_k)
             return o[:, :, :L_q], lse[:, :, :L_q]
-    """),
+    """, "aligned upper-left"),
     "flash_forward skips the key block that starts at the last query's position": ("test_flash_forward", """
         def flash_forward(q, k, v, causal=False, block_q=64, block_k=64):
             B, H, L_q, d = q.shape
@@ -229,7 +229,7 @@ MISTAKES = {
                 o[:, :, i0:i0 + n] = acc / s[..., None]
                 lse[:, :, i0:i0 + n] = m + torch.log(s)
             return o, lse
-    """),
+    """, "skips the key block"),
     "flash_forward through PyTorch's fused operator (forbidden)": ("test_flash_forward", """
         def flash_forward(q, k, v, causal=False, block_q=64, block_k=64):
             L_q, L_k = q.shape[2], k.shape[2]
@@ -238,7 +238,7 @@ MISTAKES = {
             if mask is not None:
                 scores = scores.masked_fill(~mask, float("-inf"))
             return F.scaled_dot_product_attention(q, k, v, attn_mask=mask), torch.logsumexp(scores, dim=-1)
-    """),
+    """, "called torch.nn.functional.scaled_dot_product_attention"),
     "flash_forward leaves the last partial block of queries unfilled (torch.empty)": ("test_flash_forward", """
         def flash_forward(q, k, v, causal=False, block_q=64, block_k=64):
             B, H, L_q, d = q.shape
@@ -270,7 +270,7 @@ MISTAKES = {
                 o[:, :, i0:i0 + n] = acc / s[..., None]
                 lse[:, :, i0:i0 + n] = m + torch.log(s)
             return o, lse
-    """),
+    """, "last, shorter block of queries"),
     "flash_forward forgets to rescale the running output": ("test_flash_forward", """
         def flash_forward(q, k, v, causal=False, block_q=64, block_k=64):
             B, H, L_q, d = q.shape
@@ -299,36 +299,36 @@ MISTAKES = {
                 o[:, :, i0:i0 + n] = acc / s[..., None]
                 lse[:, :, i0:i0 + n] = m + torch.log(s)
             return o, lse
-    """),
+    """, "acc is not rescaled"),
     "flash_backward forgets the log-sum-exp shift (p = exp(scores))": ("test_flash_backward", """
         def flash_backward(q, k, v, o, lse, grad_o, causal=False, block_q=64, block_k=64):
             return _backward_variant(q, k, v, o, lse, grad_o, causal, block_q, block_k, weights="exp")
-    """),
+    """, "without the saved log-sum-exp"),
     "flash_backward normalises each tile on its own (softmax of the tile)": ("test_flash_backward", """
         def flash_backward(q, k, v, o, lse, grad_o, causal=False, block_q=64, block_k=64):
             return _backward_variant(q, k, v, o, lse, grad_o, causal, block_q, block_k, weights="tile softmax")
-    """),
+    """, "normalised on its own"),
     "flash_backward takes D from grad_o and v instead of grad_o and o": ("test_flash_backward", """
         def flash_backward(q, k, v, o, lse, grad_o, causal=False, block_q=64, block_k=64):
             return _backward_variant(q, k, v, o, lse, grad_o, causal, block_q, block_k, D="grad_o * v")
-    """),
+    """, "D is computed from grad_o and v"),
     "flash_backward takes D from one tile's p and dp": ("test_flash_backward", """
         def flash_backward(q, k, v, o, lse, grad_o, causal=False, block_q=64, block_k=64):
             return _backward_variant(q, k, v, o, lse, grad_o, causal, block_q, block_k, D="tile")
-    """),
+    """, "one tile's p and dp"),
     "flash_backward with the causal mask upper-left while the forward's is lower-right": ("test_flash_backward", """
         def flash_backward(q, k, v, o, lse, grad_o, causal=False, block_q=64, block_k=64):
             return _backward_variant(q, k, v, o, lse, grad_o, causal, block_q, block_k, corner="upper-left")
-    """),
+    """, "aligned upper-left"),
     "flash_backward forgets the scale in dq and dk": ("test_flash_backward", """
         def flash_backward(q, k, v, o, lse, grad_o, causal=False, block_q=64, block_k=64):
             return _backward_variant(q, k, v, o, lse, grad_o, causal, block_q, block_k, scale_grads=False)
-    """),
+    """, "miss the 1/sqrt(d)"),
     "flash_backward materialises the full weights": ("test_flash_backward", """
         def flash_backward(q, k, v, o, lse, grad_o, causal=False, block_q=64, block_k=64):
             L_q, L_k = q.shape[2], k.shape[2]
             return _backward_variant(q, k, v, o, lse, grad_o, causal, L_q, L_k)
-    """),
+    """, "one (block_q, block_k) tile at a time"),
     "FlashAttention.backward returns three gradients for six inputs": ("test_flash_attention", """
         class FlashAttention(torch.autograd.Function):
             @staticmethod
@@ -346,7 +346,7 @@ MISTAKES = {
 
         def flash_attention(q, k, v, causal=False, block_q=64, block_k=64):
             return FlashAttention.apply(q, k, v, causal, block_q, block_k)
-    """),
+    """, "fewer gradients than forward has inputs"),
     "FlashAttention.backward drops the causal mask": ("test_flash_attention", """
         class FlashAttention(torch.autograd.Function):
             @staticmethod
@@ -364,11 +364,11 @@ MISTAKES = {
 
         def flash_attention(q, k, v, causal=False, block_q=64, block_k=64):
             return FlashAttention.apply(q, k, v, causal, block_q, block_k)
-    """),
+    """, "without the causal mask"),
     "flash_attention lets autograd differentiate the tiled loops (saves every tile)": ("test_flash_attention", """
         def flash_attention(q, k, v, causal=False, block_q=64, block_k=64):
             return flash_forward(q, k, v, causal, block_q, block_k)[0]
-    """),
+    """, "autograd recorded your tiled loops"),
     "FlashAttention saves the full weights and differentiates them": ("test_flash_attention", """
         class FlashAttention(torch.autograd.Function):
             @staticmethod
@@ -391,13 +391,96 @@ MISTAKES = {
 
         def flash_attention(q, k, v, causal=False, block_q=64, block_k=64):
             return FlashAttention.apply(q, k, v, causal, block_q, block_k)
-    """),
+    """, "a tensor as large as the (L, L) scores"),
+    "FlashAttention.forward returns (o, lse), so flash_attention returns a pair": ("test_flash_attention", """
+        class FlashAttention(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, q, k, v, causal=False, block_q=64, block_k=64):
+                o, lse = flash_forward(q, k, v, causal, block_q, block_k)
+                ctx.save_for_backward(q, k, v, o, lse)
+                ctx.causal, ctx.block_q, ctx.block_k = causal, block_q, block_k
+                return o, lse
+
+            @staticmethod
+            def backward(ctx, grad_o, grad_lse):
+                q, k, v, o, lse = ctx.saved_tensors
+                dq, dk, dv = flash_backward(q, k, v, o, lse, grad_o, ctx.causal, ctx.block_q, ctx.block_k)
+                return dq, dk, dv, None, None, None
+
+
+        def flash_attention(q, k, v, causal=False, block_q=64, block_k=64):
+            return FlashAttention.apply(q, k, v, causal, block_q, block_k)
+    """, "returns a tuple"),
+    "FlashAttention.backward returns dk, dq, dv (the first two swapped)": ("test_flash_attention", """
+        class FlashAttention(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, q, k, v, causal=False, block_q=64, block_k=64):
+                o, lse = flash_forward(q, k, v, causal, block_q, block_k)
+                ctx.save_for_backward(q, k, v, o, lse)
+                ctx.causal, ctx.block_q, ctx.block_k = causal, block_q, block_k
+                return o
+
+            @staticmethod
+            def backward(ctx, grad_o):
+                q, k, v, o, lse = ctx.saved_tensors
+                dq, dk, dv = flash_backward(q, k, v, o, lse, grad_o, ctx.causal, ctx.block_q, ctx.block_k)
+                return dk, dq, dv, None, None, None
+
+
+        def flash_attention(q, k, v, causal=False, block_q=64, block_k=64):
+            return FlashAttention.apply(q, k, v, causal, block_q, block_k)
+    """, "dq holds the gradient of k"),
+    "FlashAttention.forward through PyTorch's fused operator (forbidden)": ("test_flash_attention", """
+        class FlashAttention(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, q, k, v, causal=False, block_q=64, block_k=64):
+                _, lse = flash_forward(q, k, v, causal, block_q, block_k)
+                L_q, L_k = q.shape[2], k.shape[2]
+                mask = torch.ones(L_q, L_k, dtype=torch.bool).tril(L_k - L_q) if causal else None
+                o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+                ctx.save_for_backward(q, k, v, o, lse)
+                ctx.causal, ctx.block_q, ctx.block_k = causal, block_q, block_k
+                return o
+
+            @staticmethod
+            def backward(ctx, grad_o):
+                q, k, v, o, lse = ctx.saved_tensors
+                dq, dk, dv = flash_backward(q, k, v, o, lse, grad_o, ctx.causal, ctx.block_q, ctx.block_k)
+                return dq, dk, dv, None, None, None
+
+
+        def flash_attention(q, k, v, causal=False, block_q=64, block_k=64):
+            return FlashAttention.apply(q, k, v, causal, block_q, block_k)
+    """, ("FlashAttention.forward", "called torch.nn.functional.scaled_dot_product_attention")),
+    "FlashAttention.backward differentiates PyTorch's fused operator (forbidden)": ("test_flash_attention", """
+        class FlashAttention(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, q, k, v, causal=False, block_q=64, block_k=64):
+                o, lse = flash_forward(q, k, v, causal, block_q, block_k)
+                ctx.save_for_backward(q, k, v)
+                ctx.causal = causal
+                return o
+
+            @staticmethod
+            def backward(ctx, grad_o):
+                q, k, v = (t.detach().requires_grad_() for t in ctx.saved_tensors)
+                L_q, L_k = q.shape[2], k.shape[2]
+                mask = torch.ones(L_q, L_k, dtype=torch.bool).tril(L_k - L_q) if ctx.causal else None
+                with torch.enable_grad():
+                    o = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+                    dq, dk, dv = torch.autograd.grad(o, (q, k, v), grad_o)
+                return dq, dk, dv, None, None, None
+
+
+        def flash_attention(q, k, v, causal=False, block_q=64, block_k=64):
+            return FlashAttention.apply(q, k, v, causal, block_q, block_k)
+    """, ("FlashAttention.backward", "called torch.nn.functional.scaled_dot_product_attention")),
     "left_pad counts positions from the padding (column numbers)": ("test_left_pad", """
         _right_left_pad = left_pad
         def left_pad(prompts, pad_id=0):
             ids, positions, key_mask = _right_left_pad(prompts, pad_id)
             return ids, torch.arange(ids.shape[1]).expand_as(ids).clone(), key_mask
-    """),
+    """, "positions are column numbers"),
     "left_pad pads on the right": ("test_left_pad", """
         def left_pad(prompts, pad_id=0):
             L = max(len(p) for p in prompts)
@@ -409,13 +492,39 @@ MISTAKES = {
                 positions[b, :len(p)] = torch.arange(len(p))
                 mask[b, :len(p)] = True
             return ids, positions, mask
-    """),
+    """, "padded on the right"),
     "left_pad counts positions from 1": ("test_left_pad", """
         _right_left_pad = left_pad
         def left_pad(prompts, pad_id=0):
             ids, positions, key_mask = _right_left_pad(prompts, pad_id)
             return ids, positions + key_mask.long(), key_mask
-    """),
+    """, "positions count from 1"),
+    "left_pad pads with 0 whatever pad_id": ("test_left_pad", """
+        _right_left_pad = left_pad
+        def left_pad(prompts, pad_id=0):
+            ids, positions, key_mask = _right_left_pad(prompts, 0)
+            return ids, positions, key_mask
+    """, "the padding is 0, not pad_id"),
+    "left_pad continues the positions to the left, negative on the padding": ("test_left_pad", """
+        def left_pad(prompts, pad_id=0):
+            L = max(len(p) for p in prompts)
+            ids = torch.stack([torch.cat([torch.full((L - len(p),), pad_id, dtype=torch.long), p]) for p in prompts])
+            positions = torch.stack([torch.arange(L) - (L - len(p)) for p in prompts])
+            key_mask = torch.stack([torch.arange(L) >= L - len(p) for p in prompts])
+            return ids, positions, key_mask
+    """, "positions are negative"),
+    "left_pad returns the mask of the padding (True on padding)": ("test_left_pad", """
+        _right_left_pad = left_pad
+        def left_pad(prompts, pad_id=0):
+            ids, positions, key_mask = _right_left_pad(prompts, pad_id)
+            return ids, positions, ~key_mask
+    """, "key mask is inverted"),
+    "left_pad returns the key mask as 0/1 integers": ("test_left_pad", """
+        _right_left_pad = left_pad
+        def left_pad(prompts, pad_id=0):
+            ids, positions, key_mask = _right_left_pad(prompts, pad_id)
+            return ids, positions, key_mask.long()
+    """, "key_mask should be torch.bool"),
     "StaticKVCache grown with torch.cat": ("test_static_kv_cache", """
         class StaticKVCache:
             def __init__(self, batch, heads, max_len, head_dim, dtype=torch.float32, device="cpu"):
@@ -434,7 +543,7 @@ MISTAKES = {
 
             def __len__(self):
                 return self.length
-    """),
+    """, "starts with 0 positions"),
     "StaticKVCache copies its buffers at every write": ("test_static_kv_cache", """
         class StaticKVCache:
             def __init__(self, batch, heads, max_len, head_dim, dtype=torch.float32, device="cpu"):
@@ -454,7 +563,7 @@ MISTAKES = {
 
             def __len__(self):
                 return self.length
-    """),
+    """, "write the new keys into the existing buffers"),
     "StaticKVCache never raises when full": ("test_static_kv_cache", """
         class StaticKVCache:
             def __init__(self, batch, heads, max_len, head_dim, dtype=torch.float32, device="cpu"):
@@ -471,7 +580,7 @@ MISTAKES = {
 
             def __len__(self):
                 return self.length
-    """),
+    """, "without raising ValueError"),
     "StaticKVCache refuses a write that fills it exactly (>= for >)": ("test_static_kv_cache", """
         class StaticKVCache:
             def __init__(self, batch, heads, max_len, head_dim, dtype=torch.float32, device="cpu"):
@@ -490,13 +599,51 @@ MISTAKES = {
 
             def __len__(self):
                 return self.length
-    """),
+    """, "raise only when length + T > max_len"),
+    "StaticKVCache.write returns the whole buffers": ("test_static_kv_cache", """
+        class StaticKVCache:
+            def __init__(self, batch, heads, max_len, head_dim, dtype=torch.float32, device="cpu"):
+                self.k = torch.zeros(batch, heads, max_len, head_dim, dtype=dtype, device=device)
+                self.v = torch.zeros(batch, heads, max_len, head_dim, dtype=dtype, device=device)
+                self.length = 0
+
+            def write(self, k_new, v_new):
+                end = self.length + k_new.shape[2]
+                if end > self.k.shape[2]:
+                    raise ValueError("full")
+                self.k[:, :, self.length:end] = k_new
+                self.v[:, :, self.length:end] = v_new
+                self.length = end
+                return self.k, self.v
+
+            def __len__(self):
+                return self.length
+    """, "returns the whole buffers"),
+    "StaticKVCache allocates float32 buffers whatever dtype is asked for": ("test_static_kv_cache", """
+        class StaticKVCache:
+            def __init__(self, batch, heads, max_len, head_dim, dtype=torch.float32, device="cpu"):
+                self.k = torch.zeros(batch, heads, max_len, head_dim, device=device)
+                self.v = torch.zeros(batch, heads, max_len, head_dim, device=device)
+                self.length = 0
+
+            def write(self, k_new, v_new):
+                end = self.length + k_new.shape[2]
+                if end > self.k.shape[2]:
+                    raise ValueError("full")
+                self.k[:, :, self.length:end] = k_new
+                self.v[:, :, self.length:end] = v_new
+                self.length = end
+                return self.k[:, :, :end], self.v[:, :, :end]
+
+            def __len__(self):
+                return self.length
+    """, "allocate the buffers with the dtype given"),
     "left_pad builds the key mask from ids != pad_id": ("test_left_pad", """
         _right_left_pad = left_pad
         def left_pad(prompts, pad_id=0):
             ids, positions, _ = _right_left_pad(prompts, pad_id)
             return ids, positions, ids != pad_id
-    """),
+    """, "built from ids != pad_id"),
     "decode_batch puts generated tokens at column numbers (positions from the padding)": ("test_decode_batch", """
         @torch.no_grad()
         def decode_batch(model, prompts, new_tokens, pad=left_pad, make_cache=StaticKVCache, pad_id=0):
@@ -510,7 +657,7 @@ MISTAKES = {
                 position = torch.full((B, 1), L + t - 1)
                 generated.append(model(generated[-1][:, None], position, mask, caches)[:, -1].argmax(-1))
             return torch.stack(generated, dim=1)
-    """),
+    """, "put at column numbers"),
     "decode_batch does not mask the padding": ("test_decode_batch", """
         _right_decode_batch = decode_batch
         def decode_batch(model, prompts, new_tokens, pad=left_pad, make_cache=StaticKVCache, pad_id=0):
@@ -518,7 +665,7 @@ MISTAKES = {
                 ids, positions, key_mask = pad(prompts, pad_id)
                 return ids, positions, torch.ones_like(key_mask)
             return _right_decode_batch(model, prompts, new_tokens, pad=unmasked, make_cache=make_cache, pad_id=pad_id)
-    """),
+    """, "padding is not masked"),
     "decode_batch masks the generated tokens' keys": ("test_decode_batch", """
         @torch.no_grad()
         def decode_batch(model, prompts, new_tokens, pad=left_pad, make_cache=StaticKVCache, pad_id=0):
@@ -532,7 +679,7 @@ MISTAKES = {
             for t in range(1, new_tokens):
                 generated.append(model(generated[-1][:, None], (lengths + t - 1)[:, None], mask, caches)[:, -1].argmax(-1))
             return torch.stack(generated, dim=1)
-    """),
+    """, "generated tokens' keys are masked"),
     "decode_batch reads each row's first token at its prompt length, as if right-padded": ("test_decode_batch", """
         @torch.no_grad()
         def decode_batch(model, prompts, new_tokens, pad=left_pad, make_cache=StaticKVCache, pad_id=0):
@@ -547,7 +694,36 @@ MISTAKES = {
             for t in range(1, new_tokens):
                 generated.append(model(generated[-1][:, None], (lengths + t - 1)[:, None], mask, caches)[:, -1].argmax(-1))
             return torch.stack(generated, dim=1)
-    """),
+    """, "as if right-padded"),
+    "decode_batch runs the whole sequence through the model at every step": ("test_decode_batch", """
+        @torch.no_grad()
+        def decode_batch(model, prompts, new_tokens, pad=left_pad, make_cache=StaticKVCache, pad_id=0):
+            ids, positions, key_mask = pad(prompts, pad_id)
+            B, L = ids.shape
+            caches = [make_cache(B, model.n_heads, L + new_tokens, model.head_dim) for _ in model.blocks]
+            mask = torch.ones(B, L + new_tokens, dtype=torch.bool)
+            mask[:, :L] = key_mask
+            generated = []
+            for t in range(new_tokens):
+                generated.append(model(ids, positions, mask, caches)[:, -1].argmax(-1))
+                ids = torch.cat([ids, generated[-1][:, None]], dim=1)
+                positions = torch.cat([positions, positions[:, -1:] + 1], dim=1)
+            return torch.stack(generated, dim=1)
+    """, "newest token of every row only"),
+    "decode_batch allocates caches of the prompt's length only": ("test_decode_batch", """
+        @torch.no_grad()
+        def decode_batch(model, prompts, new_tokens, pad=left_pad, make_cache=StaticKVCache, pad_id=0):
+            ids, positions, key_mask = pad(prompts, pad_id)
+            B, L = ids.shape
+            caches = [make_cache(B, model.n_heads, L, model.head_dim) for _ in model.blocks]
+            mask = torch.ones(B, L + new_tokens, dtype=torch.bool)
+            mask[:, :L] = key_mask
+            lengths = key_mask.sum(1)
+            generated = [model(ids, positions, mask, caches)[:, -1].argmax(-1)]
+            for t in range(1, new_tokens):
+                generated.append(model(generated[-1][:, None], (lengths + t - 1)[:, None], mask, caches)[:, -1].argmax(-1))
+            return torch.stack(generated, dim=1)
+    """, "wrote past the cache"),
 }
 
 
@@ -585,5 +761,5 @@ def _backward_variant(q, k, v, o, lse, grad_o, causal, block_q, block_k, weights
             dk[:, :, j0:j0 + block_k] += ds.transpose(-2, -1) @ q_i * g
     return dq, dk, dv
 '''
-MISTAKES = {name: (test_id, _BACKWARD_VARIANT + textwrap.dedent(code) if "_backward_variant(" in code else code)
-            for name, (test_id, code) in MISTAKES.items()}
+MISTAKES = {name: (test_id, _BACKWARD_VARIANT + textwrap.dedent(code) if "_backward_variant(" in code else code, *words)
+            for name, (test_id, code, *words) in MISTAKES.items()}
