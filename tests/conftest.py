@@ -6,6 +6,24 @@ os.environ.setdefault("COURSE_FAST", "1")
 os.environ.setdefault("MPLBACKEND", "Agg")
 
 
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true", default=False,
+                     help="run everything the suite checks, as .ci/run does; without it the groups tests/full_run.py "
+                          "lists (each with why) are left out")
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "full(why): runs only with --full (tests/full_run.py says which and why)")
+    config.addinivalue_line("markers", "students(*names): the hostile students a test of the graded class reads "
+                                       "besides its `student` parameter (tests/full_run.py)")
+
+
+def pytest_report_header(config):
+    if config.getoption("full"):
+        return "the full run: every test of the suite"
+    return "the default run: `python -m pytest --full` adds what tests/full_run.py lists (as .ci/run runs it)"
+
+
 @pytest.fixture(scope="session")
 def released_course(tmp_path_factory):
     """A temporary nbgrader course with every lesson generated from solutions/ (notebooks/ untouched)."""
@@ -24,11 +42,12 @@ def solution_runs():
 
 
 @pytest.fixture(scope="session")
-def graded_class(released_course, solution_runs, tmp_path_factory):
-    """Every lesson's complete, unstarted and half-done submissions and lesson 03's hostile class, graded once
-    (tests/graded_class.py)."""
+def graded_class(request, released_course, solution_runs, tmp_path_factory):
+    """Every lesson's complete submission and lesson 03's hostile class, graded once (tests/graded_class.py); the
+    full run's class also holds every lesson's unstarted and half-done copies, and the whole hostile class."""
     from tests.graded_class import build
-    return build(released_course, solution_runs, tmp_path_factory.mktemp("class"))
+    return build(released_course, solution_runs, tmp_path_factory.mktemp("class"),
+                 full=request.config.getoption("full"))
 
 
 # The groups xdist hands out first, in this order (pyproject.toml's addopts keep the collection's order: each worker
@@ -49,9 +68,20 @@ def _group(item):
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the marks
 def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`--dist loadgroup`, set in pyproject.toml's addopts), the tests that read the one graded
-    class run in one worker, and every other module's tests together (its module-scoped fixtures built once); the
-    groups of FIRST are handed out first."""
+    """The tests tests/full_run.py lists are marked `full`, and left out without --full. Under pytest-xdist
+    (`--dist loadgroup`, set in pyproject.toml's addopts), the tests that read the one graded class run in one
+    worker, and every other module's tests together (its module-scoped fixtures built once); the groups of FIRST
+    are handed out first."""
+    from tests.full_run import why_full_only
+    left_out = []
+    for item in items:
+        why = why_full_only(item)
+        if why:
+            item.add_marker(pytest.mark.full(why))
+            left_out.append(item)
+    if left_out and not config.getoption("full"):
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if not item.get_closest_marker("full")]
     for item in items:
         item.add_marker(pytest.mark.xdist_group(_group(item)))
     if hasattr(config, "workerinput"):  # an xdist worker: every worker sorts its collection the same way

@@ -4,7 +4,8 @@ Every lesson gets three submissions: `complete` (the release copy filled with th
 the outputs and the explorers' saved widget state of a run of the solutions, as a student who ran it in
 Jupyter hands it in), `unstarted` (the release copy) and `half` (the first half of the exercises).
 Lesson 03 (AUTOGRADER_TEST_LESSONS chooses others) also gets the hostile class of
-tests/autograder/hostile.py. Everything goes into one zip, the way an LMS hands it
+tests/autograder/hostile.py. That is the full run's class (`python -m pytest --full`); the default run's holds
+every lesson's `complete` submission and the small hostile class hostile.FAST_CLASS (tests/full_run.py). Everything goes into one zip, the way an LMS hands it
 over; `collect` places it, `grade --jobs 2` grades it once, `export` writes the CSVs and `feedback`
 the pages of the hostile class. Readers: tests/autograder/test_class.py (the hostile class),
 tests/lessons/test_grading.py (every lesson), tests/lessons/test_execute.py (the experiment's curves)
@@ -81,20 +82,22 @@ def run_solutions():
     return site.run_lessons(LESSONS, fast=True, jobs=2, log=lambda *_: None)
 
 
-def _students(course, solution_runs):
+def _students(course, solution_runs, full):
     students = {}
     for lesson in LESSONS:
         blank = load(course / "release" / lesson / f"{lesson}.ipynb")
         complete = as_submitted(blank, solution_runs[lesson])
         if lesson[:2] in CURVES:
             complete.cells.append(json_variable_cell("accuracy_by_length"))
-        ids = solution_ids(blank)
-        half = fill_solutions(blank, load(SOLUTIONS / f"{lesson}.ipynb"), ids[: (len(ids) + 1) // 2])
         name = f"{lesson}.ipynb"
-        students.update({(lesson, "complete"): (complete, name), (lesson, "unstarted"): (blank, name),
-                         (lesson, "half"): (half, name)})
+        students[lesson, "complete"] = (complete, name)
+        if full:
+            ids = solution_ids(blank)
+            half = fill_solutions(blank, load(SOLUTIONS / f"{lesson}.ipynb"), ids[: (len(ids) + 1) // 2])
+            students.update({(lesson, "unstarted"): (blank, name), (lesson, "half"): (half, name)})
     for lesson in hostile.TEST_LESSONS:
-        students.update({(lesson, s): v for s, v in hostile.build_class(course, lesson).items()})
+        chosen = hostile.build_class(course, lesson, None if full else hostile.FAST_CLASS)
+        students.update({(lesson, s): v for s, v in chosen.items()})
     return students
 
 
@@ -110,18 +113,19 @@ def _zip(students, lesson, path):
         z.writestr("bomb/zeros.zip", hostile.zip_of_zeros())
 
 
-def build(released_course, solution_runs, tmp):
+def build(released_course, solution_runs, tmp, full=True):
     """Copy the released course into tmp, hand the class in, grade it, export it; a GradedClass.
 
     solution_runs: run_solutions()'s executed solutions (their outputs and widget state go into the
-    `complete` submissions)."""
+    `complete` submissions). full: the full run's class (else the default run's, in the module's docstring)."""
     import shutil
     course = tmp / "course"
     shutil.copytree(released_course, course)
-    students = _students(course, solution_runs)
+    students = _students(course, solution_runs, full)
     _zip(students, hostile.TEST_LESSONS[0], tmp / "downloads.zip")
     collected = collect(tmp / "downloads.zip", course, LESSONS, log=lambda *_: None)
     results = {(r.lesson, r.student): r for r in grade(course, jobs=2, limits=LIMITS, log=print)}
     grades_csv, summary = export(course, tmp / "export", log=lambda *_: None)
-    feedback = generate_feedback(course, hostile.TEST_LESSONS, hostile.FEEDBACK_FOR, log=lambda *_: None)
+    feedback = generate_feedback(course, hostile.TEST_LESSONS, [s for s in hostile.FEEDBACK_FOR if any(
+        (lesson, s) in students for lesson in hostile.TEST_LESSONS)], log=lambda *_: None)
     return GradedClass(course, students, collected, results, grades_csv, summary, feedback)

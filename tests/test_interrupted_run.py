@@ -7,7 +7,7 @@ go without their teardown. Every process whose environment carries the run's mar
 minute (tests/processes.py says how the servers die with the run). The run's parent is a child subreaper, as
 systemd is to a developer's terminal: what the run orphans is not reparented to init, which is all a kernel
 whose parent died watches for. Each case starts JupyterLab and Chromium (about half a minute): the full run's
-(tests/full_run.py).
+(tests/full_run.py). The default run checks the mechanism itself on a `sleep`, in a second.
 """
 import os
 import signal
@@ -20,7 +20,7 @@ import pytest
 
 from tests import browser as b
 from tests.nbtools import REPO
-from tests.processes import processes_with
+from tests.processes import dies_with_this_process, processes_with
 
 _missing = b.missing_prerequisite()
 if _missing and os.environ.get("COURSE_CI") == "1":
@@ -103,3 +103,27 @@ def _running(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+_STARTER = """\
+import subprocess, sys, time
+from tests.processes import dies_with_this_process
+print(subprocess.Popen(**dies_with_this_process(["sleep", "300"])).pid, flush=True)
+time.sleep(300)
+"""
+
+
+def test_a_process_started_to_die_with_its_starter_ends_when_the_starter_is_killed():
+    starter, child = subprocess.Popen([sys.executable, "-c", _STARTER], cwd=REPO, stdout=subprocess.PIPE, text=True), None
+    try:
+        child = int(starter.stdout.readline())
+        assert _wait_for(lambda: "sleep" in open(f"/proc/{child}/cmdline").read(), 10), "the command never ran"
+        assert os.getsid(child) == child, "not in a session of its own: a terminal's Ctrl-C would reach it"
+        starter.kill()
+        starter.wait()
+        assert _wait_for(lambda: not _running(child), 10), "the process outlived the one that started it"
+    finally:
+        starter.kill()
+        starter.wait()
+        if child and _running(child):
+            os.kill(child, signal.SIGKILL)

@@ -123,7 +123,17 @@ def execute_lesson(lesson, fast, threads=None, timeout=900):
 
 
 def run_lessons(names, fast, jobs, log=print):
-    """Executed solution notebooks {lesson: nb}, re-running only those whose cache is stale."""
+    """Executed solution notebooks {lesson: nb}, re-running only those whose cache is stale. One process at a time
+    runs a mode's lessons: another (the test suite's other worker, a second build) waits, then reads the cache."""
+    import fcntl
+    lock = CACHE / f"{'fast' if fast else 'full'}.lock"
+    lock.parent.mkdir(parents=True, exist_ok=True)
+    with open(lock, "w") as held:
+        fcntl.flock(held, fcntl.LOCK_EX)
+        return _run_lessons(names, fast, jobs, log)
+
+
+def _run_lessons(names, fast, jobs, log):
     runs = {name: cached_run(name, fast) for name in names}
     stale = [name for name, nb in runs.items() if nb is None]
     for name in names:

@@ -23,6 +23,11 @@ from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, grade_id, load, so
 QUICKEST = "03_queries_keys_values"
 _chosen = os.environ.get("AUTOGRADER_TEST_LESSONS", QUICKEST if QUICKEST in LESSONS else LESSONS[0])
 TEST_LESSONS = LESSONS if _chosen == "all" else [l for l in _chosen.split(",") if l in LESSONS]
+# the small hostile class of the default test run (the full run grades the whole class, tests/full_run.py): honest,
+# unstarted and half done, broken JSON, a kernel that dies, a patch of the checks, an answer equal to anything, a
+# snoop at the grader's files (the sandbox) and a rebound check; tests/autograder/test_cluster.py grades six of them
+FAST_CLASS = ("perfect", "blank", "partial", "invalid_json", "os_exit", "monkeypatch", "always_equal", "snoop",
+              "rebind")
 
 
 def _with_code(nb, gid, before="", after=""):
@@ -115,8 +120,8 @@ def without_demonstrations(nb, lesson):
     return light
 
 
-def build_class(course, lesson):
-    """{student: (notebook or raw text, file name)} covering every kind of submission."""
+def build_class(course, lesson, students=None):
+    """{student: (notebook or raw text, file name)} covering every kind of submission (only `students` if given)."""
     blank = without_demonstrations(load(course / "release" / lesson / f"{lesson}.ipynb"), lesson)
     full = fill_solutions(blank, load(SOLUTIONS / f"{lesson}.ipynb"))
     ids = solution_ids(full)
@@ -131,7 +136,7 @@ def build_class(course, lesson):
     duplicated.cells[i + 1]["id"] = "duplicated-cell"
     twin = fill_solutions(blank, load(SOLUTIONS / f"{lesson}.ipynb"), ids[1:])
     name = f"{lesson}.ipynb"
-    return {
+    everyone = {
         "perfect": (full, name),
         "blank": (blank, name),
         "partial": (fill_solutions(blank, load(SOLUTIONS / f"{lesson}.ipynb"), ids[:2]), name),
@@ -176,6 +181,7 @@ def build_class(course, lesson):
         "markdown_test": (_as_markdown(full, tests[0]), name),
         "loop_i": (_with_code(full, first, after="\nfor _i in range(3):\n    _j = _i * 2\n"), name),
     }
+    return everyone if students is None else {student: everyone[student] for student in students}
 
 
 def _with_extra_cells(nb, n):

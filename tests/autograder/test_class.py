@@ -3,7 +3,9 @@ gets the score and the flag it deserves, and none stops the others.
 
 The class (tests/autograder/hostile.py) is part of the one graded class of the test run
 (tests/graded_class.py, the `graded_class` fixture): collected from a zip with every lesson's
-submissions, graded once with --jobs 2. These tests only read what came out.
+submissions, graded once with --jobs 2. These tests only read what came out. The default run grades the small
+class hostile.FAST_CLASS, and runs the tests that read only its students (the student a test is parametrised
+with, and those its `students` mark names); `--full` grades and checks the whole class (tests/full_run.py).
 """
 import csv
 import html
@@ -83,6 +85,7 @@ def test_zero(graded, student):
     assert graded["results"][student].score == 0, graded["results"][student]
 
 
+@pytest.mark.students("partial")
 def test_partial_scores_in_between(graded):
     assert 0 < graded["results"]["partial"].score < max_points(graded)
 
@@ -110,15 +113,18 @@ def test_honest_submissions_are_not_flagged(graded, student):
     assert graded["results"][student].flags == []
 
 
+@pytest.mark.students("infinite_loop")
 def test_infinite_loop_is_stopped_by_the_cell_timeout(graded):
     assert any("timed out" in e for e in graded["results"]["infinite_loop"].events)
 
 
+@pytest.mark.students("giant_output")
 def test_giant_output_is_truncated(graded):
     path = graded["course"] / "autograded" / "giant_output" / graded["lesson"] / f"{graded['lesson']}.ipynb"
     assert path.stat().st_size < 2_000_000
 
 
+@pytest.mark.students("snoop")
 def test_kernel_cannot_see_or_write_grader_files(graded):
     require(why_no_full_sandbox())  # without bubblewrap a kernel sees the course folder
     text = json.dumps([o for c in autograded(graded, "snoop").cells for o in c.get("outputs", [])])
@@ -134,7 +140,7 @@ def test_feedback_does_not_reveal_hidden_tests(graded):
     visible = {line.strip() for c in load(graded["course"] / "release" / graded["lesson"] / f"{graded['lesson']}.ipynb").cells
                for line in c.source.splitlines()}
     hidden = [line for line in hidden if line not in visible and release]
-    assert hidden and len(graded["feedback"]) == len(FEEDBACK_FOR)
+    assert hidden and len(graded["feedback"]) == len([s for s in FEEDBACK_FOR if s in graded["students"]])
     for page in graded["feedback"]:
         student = page.relative_to(graded["course"] / "feedback").parts[0]
         submitted = load(graded["course"] / "submitted" / student / graded["lesson"] / f"{graded['lesson']}.ipynb")
@@ -146,6 +152,7 @@ def test_feedback_does_not_reveal_hidden_tests(graded):
         assert not leaked, f"{page}: {leaked[:3]}"
 
 
+@pytest.mark.students("stderr_warnings")
 def test_student_warnings_are_shown_but_cost_nothing(graded):
     """Warnings, log lines, sys.stderr and fd 2 from a correct answer while a test runs cost nothing, and
     never reach the test cell: the student's code runs inside the grader's requests, whose output is dropped."""
@@ -161,6 +168,7 @@ def test_student_warnings_are_shown_but_cost_nothing(graded):
     assert graded["results"]["stderr_warnings"].score == max_points(graded)
 
 
+@pytest.mark.students("dies_in_test")
 def test_a_kernel_killed_inside_a_test_is_a_crash_of_that_test_cell_and_nothing_else(graded):
     """The test's request sees the kernel die: the crash is named at the test cell, no integrity check waits for
     an answer that cannot come, and the cells after it are not run."""
@@ -172,6 +180,7 @@ def test_a_kernel_killed_inside_a_test_is_a_crash_of_that_test_cell_and_nothing_
     assert r.score < max_points(graded)
 
 
+@pytest.mark.students("garbled")
 def test_a_kernel_whose_messages_cannot_be_read_is_a_crash_not_a_failed_grading(graded):
     """An answer cell replaces how the kernel packs its messages: jupyter_client cannot read them (it raised
     ValueError, and the whole notebook was a failed grading scored 0). Now it is a crash from that cell on."""
@@ -222,6 +231,7 @@ def test_cheats_get_the_exact_score_the_flag_and_the_csv_row(graded, student):
     assert student in graded["summary"].read_text()
 
 
+@pytest.mark.students("displayhook")
 def test_a_display_result_in_a_test_cell_earns_nothing(graded):
     """nbgrader reads a test cell's execute_result as partial credit: a test cell keeps only its error, and
     what the student's code displays during a test never reaches it."""
@@ -230,6 +240,7 @@ def test_a_display_result_in_a_test_cell_earns_nothing(graded):
         assert "full marks" not in json.dumps(cell.outputs) + json.dumps(cell.metadata)
 
 
+@pytest.mark.students("rebind", "deep_patch")
 def test_patched_checks_change_no_verdict_and_cost_no_honest_point(graded):
     """The tests run on the grader's side: a patched check in the kernel neither passes nor fails a test."""
     for student in ("rebind", "deep_patch"):
@@ -238,6 +249,7 @@ def test_patched_checks_change_no_verdict_and_cost_no_honest_point(graded):
 
 
 @pytest.mark.parametrize("student", sorted(KERNEL_PATCHES) + ["thief"])
+@pytest.mark.students("honest_twin")
 def test_a_patch_in_the_kernel_earns_exactly_what_its_honest_twin_earns(graded, student):
     if student == "thief":  # without bubblewrap it reads the whole machine, and its kernel runs out of memory
         require(why_no_full_sandbox())
@@ -257,6 +269,7 @@ def _hidden_lines(g):
     return [line for line in hidden if line not in visible]
 
 
+@pytest.mark.students("thief")
 def test_no_file_the_kernel_can_open_and_nothing_in_its_history_holds_a_hidden_test(graded):
     require(why_no_full_sandbox())  # without bubblewrap a kernel can open the course's source notebooks
     import base64
@@ -269,6 +282,7 @@ def test_no_file_the_kernel_can_open_and_nothing_in_its_history_holds_a_hidden_t
     assert hidden and not [line for line in hidden if line in lines or json.dumps(line)[1:-1] in loot]
 
 
+@pytest.mark.students("leaky")
 def test_feedback_shows_no_output_of_student_code_during_tests_and_no_active_html(graded):
     page = next(p for p in graded["feedback"] if "/leaky/" in str(p)).read_text()
     for printed in ("B64 ", "REV ", "SPACED ", "HTML "):  # what the student's code printed during hidden tests
@@ -278,12 +292,14 @@ def test_feedback_shows_no_output_of_student_code_during_tests_and_no_active_htm
     assert "My notes" in page  # the student's own Markdown still shows, sanitised
 
 
+@pytest.mark.students("displayhook")
 def test_feedback_of_a_failed_test_shows_the_error_message_only(graded):
     page = next(p for p in graded["feedback"] if "/displayhook/" in str(p)).read_text()
     text = html.unescape(re.sub(r"<[^>]+>", "", page))
     assert "NotImplementedError" in text and "full marks, please" not in text
 
 
+@pytest.mark.students("os_exit")
 def test_a_dead_kernel_is_one_flag(graded):
     flags = graded["results"]["os_exit"].flags
     assert [f for f in flags if f.startswith("runtime:")] == [

@@ -13,6 +13,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
+from tests.full_run import selected, selected_lessons
 from tests.nbtools import LESSONS, SOLUTIONS, errors, execute, load
 from tests.prerequisites import why_no_colab_env
 
@@ -48,10 +49,13 @@ def _with_crash(lesson, fixed, broken):
 
 
 @pytest.fixture(scope="module")
-def simulated_runs():
-    """{lesson or crash name: executed notebook}, two at a time."""
-    jobs = {} if COLAB_RUNS_THEM else {lesson: load(SOLUTIONS / f"{lesson}.ipynb") for lesson in LESSONS}
-    jobs.update({name: _with_crash(*crash[:3]) for name, crash in KNOWN_CRASHES.items()})
+def simulated_runs(request):
+    """{lesson or crash name: executed notebook}, two at a time: the lessons and crashes of this run's tests (the
+    default run's are the crashes alone; tests/full_run.py)."""
+    lessons = [] if COLAB_RUNS_THEM else selected_lessons(request, "simulated_runs")
+    crashes = selected(request, "simulated_runs", "name")
+    jobs = {lesson: load(SOLUTIONS / f"{lesson}.ipynb") for lesson in lessons}
+    jobs.update({name: _with_crash(*crash[:3]) for name, crash in KNOWN_CRASHES.items() if name in crashes})
     with ThreadPoolExecutor(2) as pool:
         runs = pool.map(lambda nb: execute(nb, fast=True, timeout=300, extra_env=SIMULATED_GPU), jobs.values())
         return dict(zip(jobs, runs))

@@ -8,8 +8,9 @@ graded together with `python -m autograder grade --jobs 2`, must get full marks 
 (widgets failing to render, uncaught exceptions) fail the test. Screenshots and console logs go
 to test-artifacts/browser/.
 
-Needs /usr/bin/chromium (apt-get install chromium) and `pip install playwright`; skipped without
-them, except under COURSE_CI=1 (.ci/run), where a missing prerequisite fails.
+The default run takes one lesson through JupyterLab (tests/full_run.py: LAB_LESSON); `--full` every lesson,
+Notebook 7 and the round trip. Needs /usr/bin/chromium (apt-get install chromium) and `pip install playwright`;
+skipped without them, except under COURSE_CI=1 (.ci/run), where a missing prerequisite fails.
 """
 import os
 import shutil
@@ -19,6 +20,7 @@ import pytest
 
 from autograder.run.grading import grade
 from tests import browser as b
+from tests.full_run import selected_lessons
 from tests.graded_class import LIMITS
 from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, load, submit
 
@@ -102,12 +104,14 @@ def _finish(server, run, shots, save_as=None, keep_page=False):
 
 
 @pytest.fixture(scope="module")
-def lab_runs(lab, chromium, artifacts, released_course):
-    """{lesson: what happened}: each lesson's filled-in release copy run, explored and saved in JupyterLab,
-    AT_ONCE lessons at a time (a page and a kernel each: the others run while one is explored). Each page goes on to
-    its next lesson in the JupyterLab it has loaded, as a student opens the next notebook."""
+def lab_runs(request, lab, chromium, artifacts, released_course):
+    """{lesson: what happened}: each lesson of this run's tests (every lesson in the full run, LAB_LESSON in the
+    default one; tests/full_run.py) its filled-in release copy run, explored and saved in JupyterLab, AT_ONCE
+    lessons at a time (a page and a kernel each: the others run while one is explored). Each page goes on to its
+    next lesson in the JupyterLab it has loaded, as a student opens the next notebook."""
+    lessons = selected_lessons(request, "lab_runs")
     runs, pages = {}, [None] * AT_ONCE
-    for group in (LESSONS[i:i + AT_ONCE] for i in range(0, len(LESSONS), AT_ONCE)):
+    for group in (lessons[i:i + AT_ONCE] for i in range(0, len(lessons), AT_ONCE)):
         started = {}
         for slot, lesson in enumerate(group):
             try:
@@ -147,11 +151,13 @@ def _closed(page):
 @pytest.fixture(scope="module")
 def round_trip(lab_runs, released_course, tmp_path_factory):
     """{lesson: grading result} of the copies JupyterLab saved, graded together as a class of one student."""
+    saved = {lesson: run["saved"] for lesson, run in lab_runs.items() if "saved" in run and lesson in ROUND_TRIP}
+    if not saved:  # no lesson of the round trip in this run (the default run's LAB_LESSON is none of them)
+        return {}
     course = tmp_path_factory.mktemp("round-trip") / "course"
     shutil.copytree(released_course, course)
-    for lesson, run in lab_runs.items():
-        if "saved" in run and lesson in ROUND_TRIP:
-            submit(course, lesson, "browser", run["saved"])
+    for lesson, nb in saved.items():
+        submit(course, lesson, "browser", nb)
     return {r.lesson: r for r in grade(course, jobs=2, limits=LIMITS, log=lambda *_: None)}
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.full_run import selected_lessons
 from tests.nbtools import LESSONS, REPO
 from tests.prerequisites import COLAB_ENV, why_no_colab_env
 
@@ -60,11 +61,13 @@ def _check(lesson):
 
 
 @pytest.fixture(scope="module")
-def checks():
-    """{lesson: tests/colab_env/check.py's run}, two lessons at a time (each is its own process and kernel)."""
+def checks(request):
+    """{lesson: tests/colab_env/check.py's run}, two lessons at a time (each is its own process and kernel): the
+    lessons of this run's tests (every lesson in the full run; tests/full_run.py)."""
     from concurrent.futures import ThreadPoolExecutor
+    lessons = selected_lessons(request, "checks")
     with ThreadPoolExecutor(2) as pool:
-        return dict(zip(LESSONS, pool.map(_check, LESSONS)))
+        return dict(zip(lessons, pool.map(_check, lessons)))
 
 
 @pytest.mark.parametrize("lesson", LESSONS)
