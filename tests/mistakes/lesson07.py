@@ -520,7 +520,7 @@ MISTAKES = {
     """, "vocabulary's order"),
     "top-p sorted from the least likely up": ("test_top_p", _swap(
         _TOP_P, "probabilities.sort(dim=-1, descending=True)", "probabilities.sort(dim=-1)"),
-        "start from the least likely"),
+        ("keeps every token", "descending=True")),
     "top-p left in sorted order": ("test_top_p", """
         def top_p_probabilities(logits, p, temperature=1.0):
             sorted_probabilities = torch.softmax(logits / temperature, dim=-1).sort(dim=-1, descending=True).values
