@@ -15,6 +15,7 @@ import course_utils as cu
 from autograder.kernel import meter as kernel_meter
 from autograder.kernel import meter_process
 from autograder.kernel import verdicts
+from autograder.kernel import wire
 from course_utils.kernels import count_work
 from tests.mistakes.lesson11 import _solution, _variant
 
@@ -215,13 +216,26 @@ def test_a_kernel_that_never_ends_times_out_at_the_cells_limit_as_the_students(t
     endless = _variant("softmax_rows", ("    row = tl.program_id(0)\n", "    row = tl.program_id(0)\n    while row >= 0:\n"
                                                                     "        row = row + 0\n"))
     assert kc.execute_interactive(endless, timeout=60)["content"]["status"] == "ok"
-    end = time.monotonic() + 8
-    transport = verdicts.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: end, on_timeout=km.interrupt_kernel,
-                                          is_alive=km.is_alive, get_stdin_msg=kc.get_stdin_msg)
-    session = verdicts.Session(transport, meter=meter, deadline=lambda: end)
     x = torch.randn(2, 8)
-    with pytest.raises(TimeoutError, match="did not finish within the cell's time limit"):
-        with cu.launcher_only(), count_work():
-            session.fetch("softmax_rows")(x)
-    assert meter.process is None  # the endless launch's process was ended; the next launch starts a fresh one
+    starved = []
+    # on a machine too busy to run the meter (its process waited for a core more than it ran) the timeout is not the
+    # student's: the grader says so (GraderSideError) and charges nothing. That is the busy machine's answer, not
+    # this test's; the launch is tried again, three times at most, until the meter had the CPU to time it out
+    while len(starved) < 3:
+        end = time.monotonic() + 8
+        transport = verdicts.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: end,
+                                              on_timeout=km.interrupt_kernel, is_alive=km.is_alive,
+                                              get_stdin_msg=kc.get_stdin_msg)
+        session = verdicts.Session(transport, meter=meter, deadline=lambda: end)
+        with pytest.raises((TimeoutError, wire.GraderSideError)) as stopped:
+            with cu.launcher_only(), count_work():
+                session.fetch("softmax_rows")(x)
+        assert meter.process is None  # the endless launch's process was ended; the next launch starts a fresh one
+        if stopped.type is TimeoutError:
+            assert "did not finish within the cell's time limit" in str(stopped.value), stopped.value
+            break
+        assert "starved of CPU on a busy machine" in str(stopped.value), stopped.value
+        starved.append(str(stopped.value))
+    else:
+        pytest.skip(f"the machine was too busy to time the meter out, three times: {starved}")
     assert graded(triton_kernel, meter, SOFTMAX) is None
