@@ -2,8 +2,8 @@
 
 It holds no answer to a graded exercise: the notebooks pass their own functions in.
 """
-from .checks import (ForbiddenCall, check_close, check_shape, check_true, plain_array, plain_float, plain_tensor,
-                     require)
+from .checks import (ForbiddenCall, check_close, check_shape, check_true, kind_of, plain_array, plain_float,
+                     plain_tensor, require)
 from .diagnosis import case, diagnosed, number_mistake, raises
 from .refusals import forbid, launcher_only
 from .charged_once import call_with_grads, charged, end_cell, in_place_allowed, stand_in, standing_in

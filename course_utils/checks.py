@@ -22,7 +22,7 @@ def check_shape(value, expected, name):
     """Assert that `value` (tensor or array) has shape `expected`; None in `expected` matches any size.
     A wrong shape is described: which dims are swapped, extra, missing or one off."""
     if not hasattr(value, "shape"):
-        raise AssertionError(f"{name}: expected a tensor of shape {tuple(expected)}, got a {type(value).__name__}")
+        raise AssertionError(f"{name}: expected a tensor of shape {tuple(expected)}, got {kind_of(value)}")
     if isinstance(value, torch.Tensor):
         plain_tensor(value, name)
     elif isinstance(value, np.ndarray):
@@ -75,6 +75,18 @@ def _where(a, e, numeric):
     return f"largest gap at index {worst}: got {a[worst].item()!r}, expected {e[worst].item()!r}"
 
 
+def kind_of(value):
+    """What a value is, in the student's words: "None", "a list", "a tensor of shape (2, 3)". An object the
+    grader holds only a handle to (the student's own object, when graded) is named by what it is not."""
+    if value is None:
+        return "None"
+    if type(value) in _PLAIN_TENSORS or type(value) is np.ndarray:
+        return f"a {'tensor' if isinstance(value, torch.Tensor) else 'numpy array'} of shape {tuple(value.shape)}"
+    if type(value).__module__.startswith("autograder."):
+        return "an object that is not plain data (not a tensor, an array, a number, a string or a list of them)"
+    return f"a {type(value).__name__}" + (f" ({type(value).__qualname__})" if "." in type(value).__qualname__ else "")
+
+
 def check_true(condition, message):
     """Assert with a message that tells the student what went wrong."""
     if not bool(condition):
@@ -101,8 +113,8 @@ def plain_tensor(value, name, dtype=None):
     dtype: when given, the tensor must have exactly this dtype (the one the exercise asks for).
     """
     if type(value) not in _PLAIN_TENSORS:
-        kind = "a subclass of torch.Tensor" if isinstance(value, torch.Tensor) else "a " + type(value).__name__
-        raise AssertionError(f"{name}: expected a plain torch.Tensor, got {kind} ({type(value).__qualname__}). "
+        kind = "a subclass of torch.Tensor" if isinstance(value, torch.Tensor) else kind_of(value)
+        raise AssertionError(f"{name}: expected a plain torch.Tensor, got {kind}. "
                              "Return the tensor your computation produced.")
     value = torch.Tensor.detach(value).cpu()  # a plain Tensor, a Parameter's data included
     if dtype is not None and value.dtype != dtype:
@@ -113,8 +125,8 @@ def plain_tensor(value, name, dtype=None):
 def plain_array(value, name, dtype=None):
     """`value` as a plain `numpy.ndarray` (a numpy scalar becomes a 0-d array); refuses subclasses."""
     if type(value) is not np.ndarray and not (isinstance(value, np.generic) and type(value).__module__ == "numpy"):
-        kind = "a subclass of numpy.ndarray" if isinstance(value, np.ndarray) else "a " + type(value).__name__
-        raise AssertionError(f"{name}: expected a plain numpy.ndarray, got {kind} ({type(value).__qualname__}).")
+        kind = "a subclass of numpy.ndarray" if isinstance(value, np.ndarray) else kind_of(value)
+        raise AssertionError(f"{name}: expected a plain numpy.ndarray, got {kind}.")
     value = np.asarray(value)
     if dtype is not None and value.dtype != np.dtype(dtype):
         raise AssertionError(f"{name}: expected dtype {np.dtype(dtype)}, got {value.dtype}.")
@@ -132,7 +144,7 @@ def plain_float(value, name):
         if array.size != 1:
             raise AssertionError(f"{name}: expected a single number, got an array of shape {tuple(array.shape)}.")
         return float(array.reshape(()).item())
-    raise AssertionError(f"{name}: expected a number (int or float), got {type(value).__qualname__}.")
+    raise AssertionError(f"{name}: expected a number (int or float), got {kind_of(value)}.")
 
 
 class ForbiddenCall(AssertionError):

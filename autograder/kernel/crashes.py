@@ -13,6 +13,8 @@ SENTENCES = {
     "broadcast": ("two tensors whose shapes do not broadcast: line their dims up (unsqueeze or view where a dim is "
                   "missing)", "two tensors whose shapes do not broadcast (size {0} against {1} at dim {2}): line "
                   "their dims up (unsqueeze or view where a dim is missing)", 3),
+    "shapes": ("arrays or tensors whose shapes do not broadcast: line their dims up (keepdims=True, unsqueeze or "
+               "view where a dim is missing)", "", 0),
     "view": (".view() on a tensor that is not contiguous (after a transpose or permute): use .reshape(), or "
              ".contiguous().view()", "", 0),
     "reshape": ("a reshape to a shape that holds another number of elements: check the sizes you reshape to", "", 0),

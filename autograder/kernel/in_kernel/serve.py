@@ -149,8 +149,8 @@ def _error(e):
 CRASH_WORDS = (
     ("bmm", ("for first two dimensions of batch2", "mismatch in its core dimension", "size mismatch, got input")),
     ("matmul", ("shapes cannot be multiplied",)),
-    ("broadcast", ("must match the size of tensor", "could not be broadcast", "is not broadcastable",
-                   "expanded size of the tensor")),
+    ("broadcast", ("must match the size of tensor",)),
+    ("shapes", ("could not be broadcast", "is not broadcastable", "expanded size of the tensor")),
     ("view", ("view size is not compatible", "use .reshape")),
     ("reshape", ("is invalid for input of size", "cannot reshape array")),
     ("truth", ("Boolean value of Tensor with more than", "truth value of an array with more than")),
