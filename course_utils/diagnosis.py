@@ -6,7 +6,7 @@ Three layers, in this order, used by checks.check_close and by the lessons' test
    length off by one), a value that is NaN or infinite is located;
 2. mistake fingerprints: the reference computed with each known mistake applied, on the same inputs; when
    the answer matches exactly one of them (and that one differs from the right answer), the message names it;
-3. only then a generic hint, phrased as the rule ("none of the usual mistakes matches; ...").
+3. only then a generic hint, phrased as the rule ("None of the mistakes this check knows matches. ...").
 
 A diagnosed message starts with DIAGNOSIS, so that the class report can group a class's failures by the
 mistake they made. Everything here runs where the test runs (the grader's side, when graded): the hidden
@@ -17,7 +17,7 @@ import contextlib
 import numpy as np
 
 DIAGNOSIS = "Diagnosis: "
-GENERIC = "None of the usual mistakes matches. "
+GENERIC = "None of the mistakes this check knows matches. "
 
 
 def diagnosed(text):
@@ -82,7 +82,7 @@ def nonfinite(actual, expected):
 def _close(a, b, atol, rtol):
     try:
         b = np.asarray(b, dtype=np.float64) if not np.iscomplexobj(b) else np.asarray(b)
-        return a.shape == b.shape and bool(np.allclose(a, b, atol=atol, rtol=rtol))
+        return a.shape == b.shape and bool(np.allclose(a, b, atol=atol, rtol=rtol, equal_nan=True))
     except (TypeError, ValueError):
         return False
 

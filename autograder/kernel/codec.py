@@ -58,7 +58,7 @@ class Remote:
         raise TypeError("a Remote handle is sent by id, through the session's pickler only")
 
     def __remote_call_with_grads__(self, args, kwargs, grad_output):
-        return self._ask("grads", (tuple(args), dict(kwargs), grad_output), label=f"{self._label}(...) backward")
+        return self._ask("grads", (tuple(args), dict(kwargs), grad_output), label=f"{self._label}(...) forward and backward")
 
 
 class CourseOnly(pickle.Unpickler):

@@ -30,6 +30,8 @@ SENTENCES = {
                "(device=x.device)", "", 0),
     "inplace": ("an in-place change of a tensor that autograd needs for the backward pass: use the out-of-place "
                 "form (masked_fill, not masked_fill_; x = x + y, not x += y)", "", 0),
+    "gradcount": ("a backward that returns the wrong number of gradients, or one of the wrong shape: it returns one "
+                  "gradient per input of forward, shaped like that input (None for an input that needs none)", "", 0),
     "twice": ("a backward pass through the same graph twice", "", 0),
     "nograd": ("a backward pass through a result that is not connected to its inputs (a .detach(), torch.no_grad() "
                "or numpy on the way?)", "", 0),

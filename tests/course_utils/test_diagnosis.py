@@ -56,7 +56,7 @@ def test_no_mistake_is_named_when_two_match_or_the_mistake_equals_the_right_answ
     assert fingerprint(np.ones(3), right, {"same as right": np.ones(3)}, 1e-6, 1e-6) is None
     message = _message(cu.check_close, np.full(3, 2.0), right, "v", hint="the rule is ...",
                        mistakes={"zeros": np.zeros(3)})
-    assert "None of the usual mistakes matches. the rule is ..." in message and DIAGNOSIS not in message
+    assert "None of the mistakes this check knows matches. the rule is ..." in message and DIAGNOSIS not in message
 
 
 def test_a_crash_names_its_case_and_an_expected_error_is_checked():

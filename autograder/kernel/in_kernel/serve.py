@@ -161,6 +161,7 @@ CRASH_WORDS = (
     ("device", ("to be on the same device",)),
     ("inplace", ("modified by an inplace operation",)),
     ("twice", ("backward through the graph a second time",)),
+    ("gradcount", ("incorrect number of gradients", "invalid gradient at index")),
     ("nograd", ("does not require grad", "does not have a grad_fn", "does not depend on the inputs or parameters")),
     ("numpy", ("numpy() on Tensor that requires grad",)),
     ("unpack", ("values to unpack",)),
