@@ -36,83 +36,97 @@ _LSE_STORE = "    tl.store(lse_ptr + head * L + rows, m + tl.log(s), mask=rows <
 MISTAKES = {
     # Exercise 1: the fused softmax
     "softmax: masked columns loaded as 0": ("test_softmax_rows", _variant(
-        "softmax_rows", ('other=float("-inf")', "other=0.0"))),
+        "softmax_rows", ('other=float("-inf")', "other=0.0")), 'padded with zeros to the block width'),
     "softmax: no max subtracted (overflows)": ("test_softmax_rows", _variant(
-        "softmax_rows", ("    x = x - tl.max(x, axis=0)\n", ""))),
+        "softmax_rows", ("    x = x - tl.max(x, axis=0)\n", "")), 'exp(1e4) overflows'),
     "softmax: rows read n_cols apart, not row_stride": ("test_softmax_rows", _variant(
-        "softmax_rows", ("x_ptr + row * row_stride + cols", "x_ptr + row * n_cols + cols"))),
+        "softmax_rows", ("x_ptr + row * row_stride + cols", "x_ptr + row * n_cols + cols")),
+        'read the rows n_cols elements apart'),
     "softmax: a float32 result for float64 input": ("test_softmax_rows", _variant(
         "softmax_rows", ("y = torch.empty(R, C, dtype=x.dtype, device=x.device)",
-                         "y = torch.empty(R, C, device=x.device)"))),
+                         "y = torch.empty(R, C, device=x.device)")), "allocate the result with x's dtype"),
     "softmax: the row loaded twice (max, then exp)": ("test_softmax_rows", _variant(
         "softmax_rows", ("    x = x - tl.max(x, axis=0)\n",
                          "    top = tl.max(x, axis=0)\n"
-                         "    x = tl.load(x_ptr + row * row_stride + cols, mask=inside, other=float('-inf')) - top\n"))),
+                         "    x = tl.load(x_ptr + row * row_stride + cols, mask=inside, other=float('-inf')) - top\n")),
+        'read every element of x 2 times'),
     "softmax: computed by PyTorch, not a kernel": ("test_softmax_rows", textwrap.dedent("""
         def softmax_rows(x):
             e = (x - x.max(dim=-1, keepdim=True).values).exp()
             return e / e.sum(dim=-1, keepdim=True)
-    """)),
+    """), 'launched no Triton kernel'),
     # Exercise 2: the forward kernel
     "forward: running max not carried between key tiles": ("test_flash_forward", _variant(
-        "flash_forward", ("m_new = tl.maximum(m, tl.max(scores, axis=1))", "m_new = tl.max(scores, axis=1)"))),
+        "flash_forward", ("m_new = tl.maximum(m, tl.max(scores, axis=1))", "m_new = tl.max(scores, axis=1)")),
+        'running max carries over'),
     "forward: acc not rescaled when the max rises": ("test_flash_forward", _variant(
-        "flash_forward", ("acc = acc * rescale[:, None] + tl.dot", "acc = acc + tl.dot"))),
+        "flash_forward", ("acc = acc * rescale[:, None] + tl.dot", "acc = acc + tl.dot")), 'acc was not rescaled'),
     "forward: keys past L not masked in the scores": ("test_flash_forward", _variant(
-        "flash_forward", ("keep = cols[None, :] < L\n", "keep = cols[None, :] >= 0\n"))),
+        "flash_forward", ("keep = cols[None, :] < L\n", "keep = cols[None, :] >= 0\n")),
+        'kept the score 0 and counted in every row'),
     "forward: the causal loop stops one tile early": ("test_flash_forward", _variant(
-        "flash_forward", (_LOOP_END, "end = tl.minimum(tile * BLOCK_Q, L)"))),
+        "flash_forward", (_LOOP_END, "end = tl.minimum(tile * BLOCK_Q, L)")), 'first query tile read no key'),
     "forward: the causal loop runs one tile too far": ("test_flash_forward", _variant(
-        "flash_forward", (_LOOP_END, "end = tl.minimum((tile + 2) * BLOCK_Q, L)"))),
+        "flash_forward", (_LOOP_END, "end = tl.minimum((tile + 2) * BLOCK_Q, L)")), 'runs one query tile too far'),
     "forward: causal by the mask alone, no tile skipped": ("test_flash_forward", _variant(
-        "flash_forward", (_LOOP_END, "end = L"))),
+        "flash_forward", (_LOOP_END, "end = L")), 'the causal loop visits every key tile'),
     "forward: causal mask leaves out the diagonal": ("test_flash_forward", _variant(
         "flash_forward", ("keep = keep & (cols[None, :] <= rows[:, None])",
-                          "keep = keep & (cols[None, :] < rows[:, None])"))),
+                          "keep = keep & (cols[None, :] < rows[:, None])")), 'itself included'),
     "forward: lse stored before the last key tile": ("test_flash_forward", _variant(
         "flash_forward", (_LSE_STORE + "\n", ""),
         ("        scores = tl.dot(q, tl.trans(k)) * scale\n",
          "        tl.store(lse_ptr + head * L + rows, m + tl.log(s), mask=rows < L)\n"
-         "        scores = tl.dot(q, tl.trans(k)) * scale\n"))),
+         "        scores = tl.dot(q, tl.trans(k)) * scale\n")), 'stored before the last key tile'),
     "forward: lse stored after every key tile": ("test_flash_forward", _variant(
         "flash_forward", (_LSE_STORE + "\n", ""),
         ("        m = m_new\n", "        m = m_new\n"
-                                "        tl.store(lse_ptr + head * L + rows, m + tl.log(s), mask=rows < L)\n"))),
+                                "        tl.store(lse_ptr + head * L + rows, m + tl.log(s), mask=rows < L)\n")),
+        'stored after every key tile'),
     "forward: scores not scaled by 1/sqrt(d)": ("test_flash_forward", _variant(
         "flash_forward", ("        scores = tl.dot(q, tl.trans(k)) * scale\n",
-                          "        scores = tl.dot(q, tl.trans(k))\n"))),
+                          "        scores = tl.dot(q, tl.trans(k))\n")), 'scores were not scaled'),
     "forward: running max started at 0 (underflows for large negative scores)": ("test_flash_forward", _variant(
-        "flash_forward", ('m = tl.full((BLOCK_Q,), float("-inf"), dtype=ACC)', "m = tl.zeros((BLOCK_Q,), dtype=ACC)"))),
+        "flash_forward", ('m = tl.full((BLOCK_Q,), float("-inf"), dtype=ACC)', "m = tl.zeros((BLOCK_Q,), dtype=ACC)")),
+        'must start at -inf, not 0'),
     "forward: query tile re-loaded in every iteration": ("test_flash_forward", _variant(
         "flash_forward", ("        scores = tl.dot(q, tl.trans(k)) * scale\n",
                           "        q = tl.load(q_ptr + start + rows[:, None] * D + dims[None, :], mask=rows[:, None] < L,"
-                          " other=0.0)\n        scores = tl.dot(q, tl.trans(k)) * scale\n"))),
+                          " other=0.0)\n        scores = tl.dot(q, tl.trans(k)) * scale\n")),
+        'query tile is loaded again at every key tile'),
     "forward: lse in the wrong units (log of the sum, no max)": ("test_flash_forward", _variant(
-        "flash_forward", ("m + tl.log(s), mask=rows < L)", "tl.log(s), mask=rows < L)"))),
+        "flash_forward", ("m + tl.log(s), mask=rows < L)", "tl.log(s), mask=rows < L)")), 'log(s) alone'),
     # Exercise 3: the backward kernels
     "backward: dk not scaled by 1/sqrt(d)": ("test_flash_backward", _variant(
-        "flash_backward", ("dk += tl.dot(tl.trans(ds).to(q.dtype), q) * scale", "dk += tl.dot(tl.trans(ds).to(q.dtype), q)"))),
+        "flash_backward", ("dk += tl.dot(tl.trans(ds).to(q.dtype), q) * scale", "dk += tl.dot(tl.trans(ds).to(q.dtype), q)")),
+        'dk lacks the factor 1/sqrt(d)'),
     "backward: D left out of dS": ("test_flash_backward", _variant(
-        "flash_backward", ("delta = (grad_o * o).sum(-1)", "delta = torch.zeros_like(lse)"))),
+        "flash_backward", ("delta = (grad_o * o).sum(-1)", "delta = torch.zeros_like(lse)")), 'without D'),
     "backward: D from dO and V instead of dO and O": ("test_flash_backward", _variant(
-        "flash_backward", ("delta = (grad_o * o).sum(-1)", "delta = (grad_o * v).sum(-1)"))),
+        "flash_backward", ("delta = (grad_o * o).sum(-1)", "delta = (grad_o * v).sum(-1)")),
+        'D was summed from dO * V'),
     "backward: P not recomputed from lse (exp of raw scores)": ("test_flash_backward", _variant(
         "flash_backward", ("p = tl.where(keep, tl.exp(scores - lse[:, None]), 0.0)\n        dv +=",
-                           "p = tl.where(keep, tl.exp(scores), 0.0)\n        dv +="))),
+                           "p = tl.where(keep, tl.exp(scores), 0.0)\n        dv +=")), 'without the log-sum-exp'),
     "backward: P not masked under the causal mask": ("test_flash_backward", _variant(
         "flash_backward", ("        p = tl.where(keep, tl.exp(scores - lse[:, None]), 0.0)\n        dv +=",
-                           "        p = tl.exp(scores - lse[:, None])\n        dv +="))),
+                           "        p = tl.exp(scores - lse[:, None])\n        dv +=")),
+        'P was not set to 0 where the key comes after the query'),
     "backward: dk/dv kernel starts its causal loop one query tile late": ("test_flash_backward", _variant(
-        "flash_backward", ("first = (tile * BLOCK_K // BLOCK_Q) * BLOCK_Q", "first = (tile * BLOCK_K // BLOCK_Q + 1) * BLOCK_Q"))),
+        "flash_backward", ("first = (tile * BLOCK_K // BLOCK_Q) * BLOCK_Q", "first = (tile * BLOCK_K // BLOCK_Q + 1) * BLOCK_Q")),
+        'starts its causal loop one query tile late'),
     "backward: dk/dv kernel visits every query tile under the causal mask": ("test_flash_backward", _variant(
-        "flash_backward", ("first = (tile * BLOCK_K // BLOCK_Q) * BLOCK_Q", "first = 0"))),
+        "flash_backward", ("first = (tile * BLOCK_K // BLOCK_Q) * BLOCK_Q", "first = 0")),
+        'dk/dv kernel visits every query tile'),
     "backward: dk/dv causal start assumes BLOCK_Q == BLOCK_K": ("test_flash_backward", _variant(
-        "flash_backward", ("first = (tile * BLOCK_K // BLOCK_Q) * BLOCK_Q", "first = tile * BLOCK_Q"))),
+        "flash_backward", ("first = (tile * BLOCK_K // BLOCK_Q) * BLOCK_Q", "first = tile * BLOCK_Q")),
+        'assumes BLOCK_Q == BLOCK_K'),
     "backward: gradients returned as dk, dq, dv": ("test_flash_backward", _variant(
-        "flash_backward", ("    return dq, dk, dv", "    return dk, dq, dv"))),
+        "flash_backward", ("    return dq, dk, dv", "    return dk, dq, dv")), 'return (dq, dk, dv)'),
     # Exercise 4: the Function
     "forward: the launcher does not make its inputs contiguous": ("test_flash_forward", _variant(
-        "flash_forward", ("    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()\n", ""))),
+        "flash_forward", ("    q, k, v = q.contiguous(), k.contiguous(), v.contiguous()\n", "")),
+        'make q, k and v contiguous'),
     "backward: keys past L left unmasked in the dq kernel (NaN when a row's lse is below -88.7)": (
         "test_flash_backward", _variant("flash_backward", (
             "        keep = (rows[:, None] < L) & (cols[None, :] < L)\n        if CAUSAL:\n"
@@ -122,27 +136,37 @@ MISTAKES = {
             "        keep = (rows[:, None] < L) & (cols[None, :] >= 0)\n        if CAUSAL:\n"
             "            keep = keep & (cols[None, :] <= rows[:, None])\n"
             "        p = tl.where(keep, tl.exp(scores - lse[:, None]), 0.0)\n"
-            "        ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])\n        dq +="))),
+            "        ds = p * (tl.dot(do, tl.trans(v)) - delta[:, None])\n        dq +=")),
+        'a key past L, loaded as 0, has the score 0'),
     "backward: the launcher does not make its inputs contiguous": ("test_flash_backward", _variant(
-        "flash_backward", ("    q, k, v, o, lse, grad_o = (t.contiguous() for t in (q, k, v, o, lse, grad_o))\n", ""))),
+        "flash_backward", ("    q, k, v, o, lse, grad_o = (t.contiguous() for t in (q, k, v, o, lse, grad_o))\n", "")),
+        'make q, k, v, o, lse and grad_o contiguous'),
     "backward: the dq kernel's causal loop stops one key tile early": ("test_flash_backward", _variant(
-        "flash_backward", ("        end = tl.minimum((tile + 1) * BLOCK_Q, L)\n    for j0", "        end = tl.minimum(tile * BLOCK_Q, L)\n    for j0"))),
+        "flash_backward", ("        end = tl.minimum((tile + 1) * BLOCK_Q, L)\n    for j0", "        end = tl.minimum(tile * BLOCK_Q, L)\n    for j0")),
+        "dq kernel's causal loop stops one key tile early"),
     "Function: backward returns only dq, dk, dv": ("test_flash_attention", _variant(
-        "FlashAttentionKernel", ("return dq, dk, dv, None, None, None", "return dq, dk, dv"))),
+        "FlashAttentionKernel", ("return dq, dk, dv, None, None, None", "return dq, dk, dv")), 'six values'),
     "Function: forward ignores causal": ("test_flash_attention", _variant(
         "FlashAttentionKernel", ("o, lse = flash_forward(q, k, v, causal, block_q, block_k)",
-                                 "o, lse = flash_forward(q, k, v, False, block_q, block_k)"))),
+                                 "o, lse = flash_forward(q, k, v, False, block_q, block_k)")),
+        'attention with causal=False'),
     "Function: dk and dv swapped": ("test_flash_attention", _variant(
-        "FlashAttentionKernel", ("return dq, dk, dv, None, None, None", "return dq, dv, dk, None, None, None"))),
+        "FlashAttentionKernel", ("return dq, dk, dv, None, None, None", "return dq, dv, dk, None, None, None")),
+        'dv where dk belongs'),
+    "Function: backward calls flash_backward without the saved mask and blocks": ("test_flash_attention", _variant(
+        "FlashAttentionKernel", ("flash_backward(q, k, v, o, lse, grad_o, ctx.causal, ctx.block_q, ctx.block_k)",
+                                 "flash_backward(q, k, v, o, lse, grad_o)")), 'flash_backward without the mask'),
     "Function: flash_attention calls forward directly (no gradients)": ("test_flash_attention", _variant(
         "FlashAttentionKernel", ("return FlashAttentionKernel.apply(q, k, v, causal, block_q, block_k)",
-                                 "return flash_forward(q, k, v, causal, block_q, block_k)[0]"))),
+                                 "return flash_forward(q, k, v, causal, block_q, block_k)[0]")),
+        'flash_backward never ran'),
     # The work done where the test does not count it (issue: the launcher computes, the kernel only moves data)
     "softmax: a kernel that copies each row, the softmax computed in PyTorch": ("test_softmax_rows", _variant(
         "softmax_rows",
         ("    x = x - tl.max(x, axis=0)\n    e = tl.exp(x)\n    tl.store(y_ptr + row * n_cols + cols, e / tl.sum(e, axis=0), "
          "mask=inside)", "    tl.store(y_ptr + row * n_cols + cols, x, mask=inside)"),
-        ("    return y", "    e = (y - y.max(dim=-1, keepdim=True).values).exp()\n    return e / e.sum(dim=-1, keepdim=True)"))),
+        ("    return y", "    e = (y - y.max(dim=-1, keepdim=True).values).exp()\n    return e / e.sum(dim=-1, keepdim=True)")),
+        'launched a Triton kernel but computed the softmax in PyTorch'),
     "forward: the kernel loads the tiles, the launcher computes attention by broadcasting": ("test_flash_forward",
                                                                                               _variant(
         "flash_forward", ("    return o, lse", "    scores = (q[:, :, :, None, :] * k[:, :, None, :, :]).sum(-1) / math.sqrt(d)\n"
@@ -150,31 +174,36 @@ MISTAKES = {
                           "        scores = scores.masked_fill(torch.ones(L, L, dtype=torch.bool).triu(1), float('-inf'))\n"
                           "    top = scores.amax(-1, keepdim=True)\n    w = (scores - top).exp()\n"
                           "    lse = (top[..., 0] + w.sum(-1).log()).to(lse.dtype)\n"
-                          "    return ((w / w.sum(-1, keepdim=True))[..., None] * v[:, :, None, :, :]).sum(-2), lse"))),
+                          "    return ((w / w.sum(-1, keepdim=True))[..., None] * v[:, :, None, :, :]).sum(-2), lse")),
+        'computed with torch.ops.aten.mul in PyTorch'),
     "Function: flash_attention returns PyTorch's attention beside an unused Function": ("test_flash_attention", _variant(
         "FlashAttentionKernel", ("return FlashAttentionKernel.apply(q, k, v, causal, block_q, block_k)",
-                                 "return F.scaled_dot_product_attention(q, k, v, is_causal=causal)"))),
+                                 "return F.scaled_dot_product_attention(q, k, v, is_causal=causal)")),
+        ('called an operator this exercise forbids', 'FlashAttentionKernel.apply')),
     # float64 inputs computed in float32 inside a kernel, and padded columns taken into a row's max (the review of
     # 2026-11-28b, items I4 and I6: each passed every hidden test before the tests probed them)
     "softmax: float64 input computed in float32 (the row loaded .to(tl.float32))": ("test_softmax_rows", _variant(
-        "softmax_rows", ('other=float("-inf"))', 'other=float("-inf")).to(tl.float32)'))),
+        "softmax_rows", ('other=float("-inf"))', 'other=float("-inf")).to(tl.float32)')), "float32's rounding"),
     "softmax: padded columns loaded as 0 enter the row max, masked only after the exponential": (
         "test_softmax_rows", _variant(
             "softmax_rows", ('other=float("-inf"))', "other=0.0)"),
-            ("    e = tl.exp(x)\n", "    e = tl.where(inside, tl.exp(x), 0.0)\n"))),
+            ("    e = tl.exp(x)\n", "    e = tl.where(inside, tl.exp(x), 0.0)\n")), "entered the row's max"),
     "forward: float64 inputs computed in float32 (q, k, v loaded .to(tl.float32))": ("test_flash_forward", _variant(
         "flash_forward", *[(f"{t} = tl.load({t}_ptr + start + {r}[:, None] * D + dims[None, :], mask={r}[:, None] < L, "
                             "other=0.0)\n",
                             f"{t} = tl.load({t}_ptr + start + {r}[:, None] * D + dims[None, :], mask={r}[:, None] < L, "
-                            "other=0.0).to(tl.float32)\n") for t, r in (("q", "rows"), ("k", "cols"), ("v", "cols"))])),
+                            "other=0.0).to(tl.float32)\n") for t, r in (("q", "rows"), ("k", "cols"), ("v", "cols"))]),
+        "float32's rounding"),
     "forward: lse allocated in float32 for float64 inputs": ("test_flash_forward", _variant(
         "flash_forward", ("lse = torch.empty(B, H, L, dtype=torch.float64 if q.dtype == torch.float64 else torch.float32,",
-                          "lse = torch.empty(B, H, L, dtype=torch.float32,"))),
+                          "lse = torch.empty(B, H, L, dtype=torch.float32,")),
+        'lse is torch.float32 for float64 inputs'),
     "forward: padded keys' scores (0) enter the running max, masked only after the exponential": (
         "test_flash_forward", _variant(
             "flash_forward", ("        keep = cols[None, :] < L\n", "        keep = cols[None, :] >= 0\n"),
             ("        p = tl.exp(scores - m_new[:, None])\n",
-             "        p = tl.where(cols[None, :] < L, tl.exp(scores - m_new[:, None]), 0.0)\n"))),
+             "        p = tl.where(cols[None, :] < L, tl.exp(scores - m_new[:, None]), 0.0)\n")),
+        'took part in the running max'),
     "backward: float64 inputs computed in float32 (q, k, v, dO loaded .to(tl.float32) in both kernels)": (
         "test_flash_backward", _variant(
             "flash_backward", *[(f"\n{ind}{t} = tl.load({t}_ptr + start + {r}[:, None] * D + dims[None, :], "
@@ -182,7 +211,8 @@ MISTAKES = {
                                  f"\n{ind}{t} = tl.load({t}_ptr + start + {r}[:, None] * D + dims[None, :], "
                                  f"mask={r}[:, None] < L, other=0.0).to(tl.float32)\n")
                                 for ind in ("    ", "        ")
-                                for t, r in (("q", "rows"), ("do", "rows"), ("k", "cols"), ("v", "cols"))])),
+                                for t, r in (("q", "rows"), ("do", "rows"), ("k", "cols"), ("v", "cols"))]),
+        "float32's rounding"),
 }
 
 ALTERNATIVES = {
