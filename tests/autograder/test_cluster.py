@@ -26,6 +26,7 @@ from tests.autograder import tiny  # noqa: E402
 from tests.autograder.hostile import QUICKEST  # noqa: E402
 from tests.graded_class import LIMITS  # noqa: E402
 from tests.nbtools import REPO, fill_solutions, load, submit  # noqa: E402
+from tests.processes import dies_with_this_process  # noqa: E402
 
 # students of the graded class's hostile lesson: honest, unstarted, half done, broken, a patch, a crash
 ON_CLUSTER = ["perfect", "blank", "partial", "invalid_json", "monkeypatch", "os_exit"]
@@ -40,7 +41,8 @@ def _free_port():
 def _start(args):
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
            "DASK_DISTRIBUTED__SCHEDULER__ALLOWED_FAILURES": str(cluster.ALLOWED_FAILURES)}
-    return subprocess.Popen([sys.executable, "-m", *args], cwd=REPO, env=env, start_new_session=True,
+    # a session of its own, ended with this process (tests/processes.py): an interrupted run leaves no Dask behind
+    return subprocess.Popen(**dies_with_this_process([sys.executable, "-m", *args]), cwd=REPO, env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
