@@ -33,8 +33,10 @@ SENTENCES = {
     "gradcount": ("a backward that returns the wrong number of gradients, or one of the wrong shape: it returns one "
                   "gradient per input of forward, shaped like that input (None for an input that needs none)", "", 0),
     "twice": ("a backward pass through the same graph twice", "", 0),
-    "nograd": ("a backward pass through a result that is not connected to its inputs (a .detach(), torch.no_grad() "
-               "or numpy on the way?)", "", 0),
+    # the words of course_utils' own message (charged_once.local_call_with_grads) kept, so that a test reads one
+    # phrase in the student's notebook and when graded
+    "nograd": ("a backward pass through a result that is not connected to its inputs: it does not depend on the "
+               "inputs or parameters through autograd (a .detach(), torch.no_grad() or numpy on the way?)", "", 0),
     "numpy": (".numpy() on a tensor that requires grad: keep the computation in torch where gradients flow", "", 0),
     "unpack": ("unpacking a different number of values than there are: does each function return what its exercise "
                "asks (for example a pair (output, weights))?", "", 0),
