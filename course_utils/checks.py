@@ -61,18 +61,19 @@ def check_close(actual, expected, name, atol=1e-5, rtol=1e-5, hint="", mistakes=
 
 
 def _where(a, e, numeric):
-    """Where two same-shaped arrays differ most, with both values (NaN and inf first)."""
+    """Where two same-shaped arrays differ most, with the answer's value there (never the expected one: a hidden
+    test's expected values stay the grader's)."""
     if a.size == 0:
         return "empty arrays"
     if not numeric:
         worst = tuple(int(i) for i in np.argwhere(a != e)[0]) if a.shape else ()
-        return f"first difference at index {worst}: got {a[worst].item()!r}, expected {e[worst].item()!r}"
+        return f"first difference at index {worst}, where yours is {a[worst].item()!r}"
     with np.errstate(invalid="ignore", over="ignore"):
         gap = np.abs(a.astype(np.complex128 if np.iscomplexobj(a) else np.float64) - e)
     gap = np.where(np.isnan(gap), np.inf, gap)
     worst = np.unravel_index(int(np.argmax(gap)), a.shape) if a.shape else ()
     worst = tuple(int(i) for i in worst)
-    return f"largest gap at index {worst}: got {a[worst].item()!r}, expected {e[worst].item()!r}"
+    return f"largest gap at index {worst}, where yours is {a[worst].item()!r}"
 
 
 def kind_of(value):

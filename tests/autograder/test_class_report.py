@@ -82,7 +82,7 @@ def test_failures_are_grouped_by_the_mistake_they_name_whatever_case_failed():
     from autograder.class_report import Submission, _items, _lesson_page
     a = "Diagnosis: the scores are divided by d_k: scale by 1 / sqrt(d_k) [weights for d_k=4: largest gap at (2,)]"
     b = "Diagnosis: the scores are divided by d_k: scale by 1 / sqrt(d_k) [output for d_k=16, d_v=3: largest gap]"
-    c = "weights for d_k=4: values differ (largest gap at index (1,): got 0.3, expected 0.2)."
+    c = "weights for d_k=4: values differ. [largest gap at index (1,), where yours is 0.3]"
     assert check_of(a) == check_of(b) != check_of(c)
     students = [Submission(name, status="graded", score=0, max_score=1, cells={"t": 0.0},
                            failures={"t": ("AssertionError", message)}) for name, message in
