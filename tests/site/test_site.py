@@ -444,19 +444,78 @@ WCAG_A_AA = {"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21a
 AXE = Path(__file__).with_name("axe-core-4.14.1.min.js")  # Deque's axe-core (MPL 2.0), from npm, kept here: no network
 
 
+# JavaScript: wait until the page's colours are the ones a reader sees, which is what axe-core's colour-contrast
+# rule reads: every linked stylesheet loaded and parsed, every <style> sheet in place, the fonts loaded, MathJax's
+# typesetting (which adds its own styles and moves the text below it) done, no transition or animation half-way,
+# the page at its top (the theme's back-to-top button hidden), and the layout unchanged over two frames.
+# Returns what it waited for, for the failure message.
+SETTLED_JS = """async () => {
+  const links = [...document.querySelectorAll('link[rel~="stylesheet"]')];
+  await Promise.all(links.map(l => {
+    try { if (l.sheet && l.sheet.cssRules) return null; } catch (e) { return null; }  // loaded (another origin's rules hidden)
+    return new Promise(r => { l.addEventListener('load', r, {once: true}); l.addEventListener('error', r, {once: true}); });
+  }));
+  await document.fonts.ready;
+  if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
+  const style = document.createElement('style');
+  style.textContent = '*, *::before, *::after { transition: none !important; animation: none !important; }';
+  document.head.appendChild(style);
+  for (const a of document.getAnimations()) { try { a.finish(); } catch (e) { a.cancel(); } }
+  window.scrollTo(0, 0);
+  window.dispatchEvent(new Event('scroll'));
+  const frame = () => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)));
+  const layout = () => JSON.stringify([document.documentElement.scrollHeight, document.documentElement.scrollWidth,
+    window.scrollY, document.styleSheets.length, document.documentElement.dataset.theme || null]);
+  let last = null, frames = 0;
+  for (; frames < 100; frames++) {
+    await frame();
+    const now = layout();
+    if (now === last) break;
+    last = now;
+  }
+  await document.fonts.ready;
+  return {sheets: links.length, loaded: links.filter(l => l.sheet).length, frames, layout: last};
+}"""
+
+
+def _axe(visit, options):
+    if not visit.page.evaluate("() => !!window.axe"):
+        visit.page.add_script_tag(path=str(AXE))
+    return visit.page.evaluate("options => axe.run(document, options)", options)["violations"]
+
+
+def _described(violations):
+    """Each violation's rule, impact and first nodes, with the colours axe read for a contrast one."""
+    return [(v["id"], v["impact"], [(n["target"], {k: n["any"][0]["data"].get(k) for k in ("fgColor", "bgColor",
+                                                                                            "contrastRatio")}
+                                     if v["id"] == "color-contrast" and n["any"] and
+                                     isinstance(n["any"][0].get("data"), dict) else None)
+                                    for n in v["nodes"][:3]]) for v in violations]
+
+
 @needs_browser
 @pytest.mark.parametrize("page", ["index"] + [f"lessons/{lesson}" for lesson in LESSONS]
                          + [f"manual/{name}" for name in site.MANUAL])
 def test_every_page_passes_axe_cores_wcag_a_and_aa_rules(visited, page):
+    """On a settled page (SETTLED_JS). Twice a busy machine's run found a code token below AA contrast on a page
+    that passed when run alone: a contrast violation is therefore checked once more on the page settled again,
+    and fails only if it holds; one that does not is a warning carrying the colours axe read the first time."""
     visit = visited(page)
-    # the colours a reader sees once the page has settled: no transition caught half-way, fonts loaded (on a busy
-    # machine axe once found a code token below AA contrast on a page that passes when run again)
-    visit.page.add_style_tag(content="*, *::before, *::after { transition: none !important; animation: none !important; }")
-    visit.page.evaluate("async () => { await document.fonts.ready; await new Promise(r => requestAnimationFrame(() => "
-                        "requestAnimationFrame(r))); }")
-    visit.page.add_script_tag(path=str(AXE))
-    violations = visit.page.evaluate("options => axe.run(document, options)", WCAG_A_AA)["violations"]
-    assert not violations, [(v["id"], v["impact"], [n["target"] for n in v["nodes"]][:3]) for v in violations]
+    settled = visit.page.evaluate(SETTLED_JS)
+    violations = _axe(visit, WCAG_A_AA)
+    contrast = [v for v in violations if v["id"] == "color-contrast"]
+    if contrast:
+        first = _described(contrast)
+        settled_again = visit.page.evaluate(SETTLED_JS)
+        again = _axe(visit, {**WCAG_A_AA, "runOnly": {"type": "rule", "values": ["color-contrast"]}})
+        if again:
+            violations = [v for v in violations if v["id"] != "color-contrast"] + again
+        else:
+            import warnings
+            warnings.warn(f"{page}: axe-core's colour contrast failed on the page ({settled}) and passed when the "
+                          f"page settled again ({settled_again}); the first reading: {first}")
+            violations = [v for v in violations if v["id"] != "color-contrast"]
+    assert not violations, (_described(violations), settled)
 
 
 @needs_browser
