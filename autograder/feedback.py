@@ -92,6 +92,10 @@ _RAW_TEXT = re.compile(r"<(script|style|template|noscript|textarea|title|iframe|
                        r".*?</\1\s*>", re.S | re.I)
 
 
+# a failed test's message wraps at the page's width instead of running off to the right in one line
+WRAP_MESSAGES = ".jp-OutputArea-output pre, .output_error pre {white-space: pre-wrap; overflow-wrap: anywhere}"
+
+
 def _template_css(css):
     """The template's own style sheet, loading nothing: no @import, no url() (fonts, images)."""
     css = re.sub(r"@import[^;]*;?", "", css, flags=re.I)
@@ -117,7 +121,8 @@ def sanitize_page(page):
         "<!DOCTYPE html>", "<html>", "<head>", '<meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',
         '<meta name="referrer" content="no-referrer">', f"<title>{title}</title>",
-        *[f"<style>{s}</style>" for s in styles], "</head>", "<body>", body, "</body>", "</html>", ""])
+        *[f"<style>{s}</style>" for s in styles], f"<style>{WRAP_MESSAGES}</style>", "</head>", "<body>", body,
+        "</body>", "</html>", ""])
 
 
 class SafeFeedbackExporter(HTMLExporter):

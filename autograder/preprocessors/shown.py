@@ -18,9 +18,10 @@ could have produced it (HideHiddenTests, first in GenerateFeedback.preprocessors
 import base64
 import binascii
 import builtins
+import html
 import re
 
-from nbformat.v4 import new_output
+from nbformat.v4 import new_markdown_cell, new_output
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from .. import cells
@@ -76,6 +77,7 @@ class HideHiddenTests(NbGraderPreprocessor):
                 cell.execution_count = None if mine is None else mine.get("execution_count")
             for out in cell.outputs:
                 _scrub(out, secrets)
+        nb.cells.insert(0, _summary(nb.cells))
         return nb, resources
 
 
@@ -121,6 +123,20 @@ def _verdict(outputs, had_hidden):
     name, message = shown
     return [new_output("error", ename=name, evalue=message,
                        traceback=[f"{name}: {message}"] + ([HIDDEN_NOTE] if had_hidden else []))]
+
+
+def _summary(notebook_cells):
+    """A first cell listing each failed test cell and what its message says, the diagnosis first (escaped: a
+    message may quote the student's own values)."""
+    failed = [(cells.grade_id(c), o.evalue) for c in notebook_cells if c.cell_type == "code" and cells.is_test(c)
+              for o in c.outputs[:1] if o.get("output_type") == "error"]
+    if not failed:
+        return new_markdown_cell("**All the tests of this lesson passed.**")
+    items = "".join(f"<li><code>{html.escape(str(name))}</code>: {html.escape(message)}</li>"
+                    for name, message in failed)
+    return new_markdown_cell(f"<p><strong>What to look at first</strong> ({len(failed)} test cell"
+                             f"{'s' if len(failed) > 1 else ''} failed; each is shown again below, at its "
+                             f"exercise):</p><ul>{items}</ul>")
 
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/=\s]*")

@@ -223,7 +223,7 @@ def course(tmp_path_factory):
                                   new_output("execute_result", data={"text/plain": "LEAK " + HIDDEN_F},
                                              execution_count=5)]
             # a long message (eve), or a short one quoting a hidden line that only the source notebook holds (colab)
-            message = "x" * 400 + HIDDEN_G if student == "eve" else f"failed: {HIDDEN_G}"
+            message = "x" * (MAX_MESSAGE + 100) + HIDDEN_G if student == "eve" else f"failed: {HIDDEN_G}"
             g["test-g"].outputs = [new_output("error", ename="Leak_" + re.sub(r"\W", "_", HIDDEN_G),
                                               evalue=message, traceback=["tb " + HIDDEN_G])]
             _write(graded, root / "autograded" / student / LESSON / f"{LESSON}.ipynb")
@@ -285,6 +285,15 @@ def test_a_test_cell_shows_only_passed_or_failed_with_a_bounded_message(course, 
         assert "Error: failed: [hidden test]" in text
     assert text.count(shown.HIDDEN_NOTE) == 1  # test_g failed; known from the source when graded without it
     assert "Leak_" not in text
+
+
+@pytest.mark.parametrize("which", PAGES)
+def test_the_page_opens_with_what_failed_and_its_message_escaped(course, which):
+    """The diagnosis first: a first cell lists each failed test cell with its message, before the lesson."""
+    page = course["pages"][which]
+    summary = page[page.index("What to look at first"):page.index("Test passed.")]
+    assert "test_g" in summary and "test_f" not in summary.split("</ul>")[0].replace("test_g", "")
+    assert "<script" not in summary.lower()
 
 
 def test_the_verdict_keeps_python_and_course_error_names_only():
