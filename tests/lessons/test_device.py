@@ -7,7 +7,8 @@ its cell under the simulation: the guard is shown to catch what it is there to c
 
 When the Colab stand-in is built (tests/colab_env/build.sh, as in CI), tests/site/test_colab_env.py runs every
 lesson under the simulated GPU there (Colab's GPU runtime), failing on any error as this module does, and the
-per-lesson runs here are skipped (one run, both checks); without it they run here.
+per-lesson runs here are skipped (one run, both checks); without it they run here, in the full run
+(`--full`; tests/full_run.py): the default run runs the three crashes.
 """
 from concurrent.futures import ThreadPoolExecutor
 

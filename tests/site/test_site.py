@@ -18,6 +18,9 @@ mode otherwise (build/site-fast/, a few minutes from cold). Checked:
 
 `python -m tools.colab --from-origin`, which points the badges at a fork, is
 tested here too, in a temporary copy of the repository with a made-up origin.
+
+The default run loads the home page and lesson 03's in Chromium (tests/full_run.py: SITE_PAGES); `--full` every
+page, the walk and the search.
 """
 import functools
 import html.parser
