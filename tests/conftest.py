@@ -51,12 +51,12 @@ def graded_class(request, released_course, solution_runs, tmp_path_factory):
 
 
 # The groups xdist hands out first, in this order (pyproject.toml's addopts keep the collection's order: each worker
-# starts with two groups, then takes the next as one ends). The suite is CPU-bound, except where a test waits (a fork
-# bomb's 12 s, a hung kernel's timeout, a Dask worker killed, Ctrl-C): those go beside the mistakes, whose two
-# processes keep both cores busy, rather than at the end, where their waits left a core idle. Then the long groups,
-# so that the last to be handed out are short.
+# starts with two groups, then takes the next as one ends). The suite is CPU-bound, except where a test of the full
+# run waits (a fork bomb's 12 s, a hung kernel's timeout, a Dask worker killed, Ctrl-C): those go beside the
+# mistakes, whose two processes keep both cores busy, rather than at the end, where their waits left a core idle.
+# Then the long groups, so that the last to be handed out are short.
 FIRST = ["tests/lessons/test_mistakes.py", "tests/autograder/test_sandbox.py", "tests/autograder/test_clock.py",
-         "graded_class",
+         "tests/test_interrupted_run.py", "graded_class",
          "tests/autograder/test_class.py", "tests/autograder/test_cluster.py", "tests/autograder/test_nbgrader.py",
          "tests/site/test_browser.py", "tests/site/test_site.py", "tests/site/test_colab_env.py",
          "tests/autograder/test_verdicts.py", "tests/autograder/test_formgrader.py"]
@@ -85,7 +85,9 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         item.add_marker(pytest.mark.xdist_group(_group(item)))
     if hasattr(config, "workerinput"):  # an xdist worker: every worker sorts its collection the same way
-        rank = {group: i for i, group in enumerate(FIRST)}
+        # the default run waits for nothing (tests/full_run.py): its longest chain, the graded class, goes first
+        first = FIRST if config.getoption("full") else ["graded_class"] + [g for g in FIRST if g != "graded_class"]
+        rank = {group: i for i, group in enumerate(first)}
         items.sort(key=lambda item: rank.get(_group(item), len(FIRST)))
 
 
