@@ -158,6 +158,7 @@ def raises(expected, label, why=""):
     except NotImplementedError:
         raise
     except _PASSED_ON as e:
-        raise AssertionError(f"{label} raised {type(e).__name__} ({_short(e, 160)}), not {expected.__name__}"
-                             + (f": {why}" if why else "")) from None
+        # the crash's own text left out where `why` says what was asked: its advice is about another problem
+        raise AssertionError(f"{label} raised {type(e).__name__}, not {expected.__name__}"
+                             + (f": {why}" if why else f" ({_short(e, 160)})")) from None
     raise AssertionError(f"{label} returned without raising {expected.__name__}" + (f": {why}" if why else ""))
