@@ -62,11 +62,14 @@ def run_cases(lesson, codes):
 
 
 @pytest.fixture(scope="module")
-def verdicts():
-    """{(lesson, code): {test cell: None or Failure}} for every case, computed in two processes."""
+def verdicts(request):
+    """{(lesson, code): {test cell: None or Failure}} for every case of the lessons this run selected (`-k 03_`
+    runs lesson 03's alone), computed in two processes."""
+    from tests.full_run import selected
+    wanted = selected(request, "verdicts", "lesson")
     codes = {}
     for lesson, _name, _test_id, code in MISTAKES + ALTERNATIVES:
-        if code not in codes.setdefault(lesson, []):
+        if lesson in wanted and code not in codes.setdefault(lesson, []):
             codes[lesson].append(code)
     tasks = [(lesson, cs[i:i + CHUNK]) for lesson, cs in codes.items() for i in range(0, len(cs), CHUNK)]
     with ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn")) as pool:
