@@ -155,8 +155,9 @@ class TestRunner:
             error = e  # (not passed: a later replay of this part may excuse what it explains)
             raise
         except Exception as e:  # noqa: BLE001: the test failed; its message is the verdict's reason
-            if type(e).__name__ == "DeadKernelError":  # (nbclient's) the kernel is gone: the caller reports a crash
-                raise
+            dead = _dead_kernel(e)
+            if dead is not None:  # (nbclient's) the kernel is gone, however the test reworded it: a crash
+                raise dead from None
             error = e
         finally:
             self.defined |= binds
@@ -164,6 +165,18 @@ class TestRunner:
             from course_utils.charged_once import end_cell
             end_cell()  # the cell's cu.stand_in parts stand in for no later cell
         return out.getvalue(), error
+
+
+def _dead_kernel(error):
+    """The DeadKernelError behind a test's error (the error itself, or one it was raised while handling: a test
+    that reports a crash in its own words), else None."""
+    for _ in range(20):
+        if error is None:
+            return None
+        if type(error).__name__ == "DeadKernelError":
+            return error
+        error = error.__cause__ or error.__context__
+    return None
 
 
 def outputs_for(stdout, error):
