@@ -698,3 +698,18 @@ def test_the_check_command_passes_a_solution_and_fails_a_broken_one(tmp_path, ca
     assert main(["check", str(broken)]) == 1
     assert "test_softmax: FAILED" in capsys.readouterr().out
     assert main(["check", "99"]) == 2
+
+
+def test_a_test_that_rewords_a_dead_kernel_still_reports_a_crash():
+    """A test cell that catches the kernel's death and raises its own message (lesson 03's permutation_gap test
+    once did) must not make the crash an ordinary failure: the notebook would run on and name the wrong cell."""
+    from nbclient.exceptions import DeadKernelError
+    from autograder.kernel.verdicts import _dead_kernel
+    try:
+        try:
+            raise DeadKernelError("the kernel died while the student's code ran")
+        except Exception as e:  # noqa: BLE001
+            raise AssertionError(f"permutation_gap raised {type(e).__name__}: {e}") from None
+    except AssertionError as reworded:
+        assert type(_dead_kernel(reworded)) is DeadKernelError
+    assert _dead_kernel(AssertionError("an ordinary failure")) is None
