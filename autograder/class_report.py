@@ -142,7 +142,7 @@ def check_of(message):
     whatever case failed; else the check, the message with its numbers (not a name's digits, as in float32) taken
     out, to its first CHECK_CHARS characters (a message cut for feedback ends where its numbers' lengths cut it)."""
     from course_utils.diagnosis import DIAGNOSIS, mistake_of
-    message = message if mistake_of(message) is None else DIAGNOSIS + mistake_of(message)
+    message = message if (mistake := mistake_of(message)) is None else DIAGNOSIS + mistake
     text = re.sub(r"np\.\w+\(([^()]*)\)", r"\1", message.removesuffix("..."))
     text = re.sub(r"(?<![A-Za-z_\d.])[-+]?(\d+\.?\d*|\.\d+)([eE][-+]?\d+)?", "#", text)
     return re.sub(r"\s+", " ", text).strip()[:CHECK_CHARS]
