@@ -122,11 +122,8 @@ def key_tiles(length, block_q, block_k, causal):
     """FlashAttention-2's forward schedule: for each program (query tile), the starts of the key tiles it loads,
     in loop order. Causal: the loop ends at min((tile + 1) * block_q, length), so no tile wholly above the
     diagonal is loaded."""
-    programs = []
-    for i0 in range(0, length, block_q):
-        end = min(i0 + block_q, length) if causal else length
-        programs.append(list(range(0, end, block_k)))
-    return programs
+    return [list(range(0, min(i0 + block_q, length) if causal else length, block_k))
+            for i0 in range(0, length, block_q)]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -135,9 +132,11 @@ class KernelWork:
 
     launches and programs: kernel launches and programs run (the grid's size, summed);
     loads, stores: `tl.load`/`tl.store` calls, over all programs; bytes_loaded, bytes_stored: the bytes of the
-    elements their masks let through (what the kernels ask of main memory; caches and 32-byte sectors change
-    what actually moves);
-    dot_flops: 2 * M * N * K for every `tl.dot` of an (M, K) by a (K, N) tile.
+    elements their masks let through (what they ask of memory; caches and 32-byte sectors change what moves);
+    dot_flops: 2 * M * N * K for every `tl.dot` of an (M, K) by a (K, N) tile; exponentials: elements through
+    tl.exp or tl.exp2; reduced: elements fed to a reduction (tl.max, tl.sum, tl.reduce...);
+    foreign_values (0 unless the grader runs your kernels): distinct float values the kernels loaded that are
+    neither the call's inputs (or their casts) nor stored by an earlier kernel of the call: carried in from outside.
     """
     launches: int = 0
     programs: int = 0
@@ -146,6 +145,9 @@ class KernelWork:
     stores: int = 0
     bytes_stored: int = 0
     dot_flops: int = 0
+    exponentials: int = 0
+    reduced: int = 0
+    foreign_values: int = 0
 
     def absorb(self, counts):
         """Add counts made elsewhere ({field: int}; the grader's tests count the work of calls to your kernel)."""
@@ -158,7 +160,8 @@ class KernelWork:
 
     def __str__(self):
         return (f"{self.launches} launch(es), {self.programs} programs; {self.loads} loads ({self.bytes_loaded:,} B), "
-                f"{self.stores} stores ({self.bytes_stored:,} B); {self.dot_flops:,} FLOPs in tl.dot")
+                f"{self.stores} stores ({self.bytes_stored:,} B); {self.dot_flops:,} FLOPs in tl.dot; "
+                f"{self.exponentials:,} exponentials; {self.reduced:,} elements reduced")
 
 
 _PATCHED = {}  # (owner, attribute) -> Triton's own, while any block is open
@@ -183,7 +186,7 @@ def _elements(mask, ptrs):
 
 
 _COUNTED = ("create_masked_load", "create_masked_store", "create_dot", "set_grid_idx", "create_atomic_rmw",
-            "create_atomic_cas", "create_descriptor_gather", "create_descriptor_scatter")
+            "create_atomic_cas", "create_descriptor_gather", "create_descriptor_scatter", "create_exp", "create_exp2")
 
 
 def _install():
@@ -196,9 +199,18 @@ def _install():
     _PATCHED.update({(builder, n): builder.__dict__[n] for n in _COUNTED})
     _PATCHED[(executor, "__call__")] = executor.__dict__["__call__"]
     _PATCHED[(JITFunction, "run")] = JITFunction.__dict__["run"]
+    _PATCHED[(interpreter.ReduceOps, "apply")] = reduce = interpreter.ReduceOps.__dict__.get(
+        "apply", interpreter.ReduceOps.apply)
     for name, counted in _counting({n: _PATCHED[(builder, n)] for n in _COUNTED}).items():
         setattr(builder, name, counted)
     launch = _PATCHED[(executor, "__call__")]
+
+    def counted_reduce(self, input):  # (a lone tensor comes back as a tuple of one: counted then)
+        if isinstance(input, tuple) and input:
+            _add_to_open(reduced=int(input[0].handle.data.size))
+        return reduce(self, input)
+
+    interpreter.ReduceOps.apply = counted_reduce
 
     def counted_launch(self, *args, **kwargs):
         _add_to_open(launches=1)
@@ -216,7 +228,7 @@ def _add_to_open(**counts):
 
 def _counting(original):
     """{builder method: the method counting what it moves or computes}, around original[name]."""
-    load, store, dot, set_grid_idx, rmw, cas, gather, scatter = (original[n] for n in _COUNTED)
+    load, store, dot, set_grid_idx, rmw, cas, gather, scatter, exp, exp2 = (original[n] for n in _COUNTED)
     add = _add_to_open
 
     def counted_load(self, ptrs, mask, other, *args, **kwargs):
@@ -258,8 +270,11 @@ def _counting(original):
         add(stores=1, bytes_stored=int(value.data.size) * _itemsize(value))
         return scatter(self, desc, value, *args, **kwargs)
 
+    def counted_exponential(original):
+        return lambda self, arg: (add(exponentials=int(arg.data.size)), original(self, arg))[1]
+
     return dict(zip(_COUNTED, (counted_load, counted_store, counted_dot, counted_program, counted_rmw, counted_cas,
-                               counted_gather, counted_scatter)))
+                               counted_gather, counted_scatter, counted_exponential(exp), counted_exponential(exp2))))
 
 
 def _uninstall():

@@ -95,6 +95,7 @@ class Lender:
         self.meter = meter  # meter.Meter: where the kernel's Triton launches run while a test counts them
         self.deadline = deadline  # () -> the monotonic time by which the running test cell must end (or None)
         self._work_meters, self._launched, self._launch_refusal, self._launch_timeout = (), None, None, None
+        self._call_inputs, self._known_values = ((), {}), None  # the direct call's arguments; values a launch may load
         self.lent = {}  # {id: object} lent to the kernel for the request under way (ids never reused)
         self._next_id = 0
         self._conversations = []  # converse functions of the kernel's questions under way, innermost last
@@ -201,7 +202,30 @@ class Lender:
             raise TypeError("a kernel the grader cannot run")
         if "error" in reply:
             raise RuntimeError("the kernel failed")
+        reply["work"]["foreign_values"] = self._foreign(reply["loaded"])
         for meter in self._work_meters:
             meter.absorb(reply["work"])
         self._launched.append(reply["stored"])
         return reply["storages"]
+
+    def _foreign(self, loaded):
+        """How many distinct values a launch loaded are foreign to the call: neither the call's inputs (as given, or
+        cast to another float dtype, as a launcher may), nor values an earlier launch of the call stored, nor 0 or
+        +-inf (a buffer filled with a constant). A result computed outside the kernels (numpy, an interpreter run
+        the meter never saw) and carried into the output by a kernel that copies it is foreign."""
+        import numpy as np
+        import torch
+        if self._known_values is None:
+            found, stack = [np.array([0.0, np.inf, -np.inf])], [self._call_inputs]
+            while stack:
+                item = stack.pop()
+                if isinstance(item, torch.Tensor) and item.is_floating_point():
+                    found += [item.detach().to(dtype).double().numpy().ravel() for dtype in
+                              {item.dtype, torch.float64, torch.float32, torch.float16, torch.bfloat16}]
+                elif type(item) in (tuple, list):
+                    stack += list(item)
+                elif type(item) is dict:
+                    stack += list(item.values())
+            self._known_values = np.unique(np.concatenate(found))
+        known = np.concatenate([self._known_values, *self._launched])
+        return int((~np.isin(loaded[~np.isnan(loaded)], known)).sum())

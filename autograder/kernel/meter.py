@@ -36,7 +36,8 @@ class Meter:
 
     def launch(self, question, seconds=LAUNCH_SECONDS):
         """question: the kernel's launch ({"kernel", "sources", "globals", "grid", "args", "kwargs", "storages"}).
-        Returns {"work": {field: int}, "storages": {index: bytes}, "stored": numpy float64 array} or
+        Returns {"work": {field: int}, "storages": {index: bytes}, "stored", "loaded": the distinct float values
+        its kernels stored and loaded, numpy float64 arrays} or
         {"refused": why} (the student's kernel: not what a kernel may be) or {"error": kind} (the kernel failed).
         Raises Timeout when the launch ran `seconds` with the CPU it needed (the student's loop), RuntimeError
         when the meter itself fails or was starved of CPU on a busy machine (the grader's problem)."""
@@ -87,8 +88,9 @@ def _read_reply(reply):
     if type(work) is not dict or set(work) != fields or any(type(v) is not int or v < 0 for v in work.values()):
         raise RuntimeError("the kernel meter's work figures are malformed")
     storages = {int(k): base64.b64decode(v, validate=True) for k, v in dict(reply.get("storages", {})).items()}
-    stored = np.frombuffer(base64.b64decode(str(reply.get("stored", "")), validate=True), dtype=np.float64).copy()
-    return {"work": work, "storages": storages, "stored": stored}
+    stored, loaded = (np.frombuffer(base64.b64decode(str(reply.get(key, "")), validate=True), dtype=np.float64).copy()
+                      for key in ("stored", "loaded"))
+    return {"work": work, "storages": storages, "stored": stored, "loaded": loaded}
 
 
 def _start():

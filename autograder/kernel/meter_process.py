@@ -250,40 +250,42 @@ def _arguments(question, tl):
     return args, kwargs, storages
 
 
-def _record_stores(stored):
-    """Wrap the interpreter's stores (after the counter's own wrappers) to keep every value a kernel stores, and,
-    after each atomic, the values it leaves in memory."""
+def _record(stored, loaded):
+    """Wrap the interpreter's loads and stores (after the counter's wrappers): keep every float value a kernel loads
+    (its mask let through) or stores, and what each atomic leaves in memory."""
     import numpy as np
     from triton.runtime import interpreter
     builder = interpreter.InterpreterBuilder
-    store, scatter = builder.create_masked_store, builder.create_descriptor_scatter
+    store, scatter, masked_load = builder.create_masked_store, builder.create_descriptor_scatter, builder.create_masked_load
     rmw, cas, load = builder.create_atomic_rmw, builder.create_atomic_cas, interpreter._interpreter.load
 
-    def keep(values):
-        stored.append(np.asarray(values, dtype=np.float64).ravel())
+    def keep(values, where=stored):  # (returns None: `keep(...) or original(...)` runs both)
+        where.append(np.asarray(values, dtype=np.float64).ravel())
+
+    def recorded_load(self, ptrs, mask, *args, **kwargs):
+        result = masked_load(self, ptrs, mask, *args, **kwargs)
+        if result.data.dtype.kind == "f":
+            keep(np.broadcast_to(result.data, ptrs.data.shape)[np.broadcast_to(mask.data, ptrs.data.shape)], loaded)
+        return result
 
     def recorded_store(self, ptrs, value, mask, *args, **kwargs):
-        keep(np.broadcast_to(value.data, ptrs.data.shape)[np.broadcast_to(mask.data, ptrs.data.shape)])
-        return store(self, ptrs, value, mask, *args, **kwargs)
+        return keep(np.broadcast_to(value.data, ptrs.data.shape)[np.broadcast_to(mask.data, ptrs.data.shape)]) or \
+            store(self, ptrs, value, mask, *args, **kwargs)
 
     def recorded_scatter(self, desc, value, *args, **kwargs):
-        keep(value.data)
-        return scatter(self, desc, value, *args, **kwargs)
+        return keep(value.data) or scatter(self, desc, value, *args, **kwargs)
 
     def after(ptrs, mask, dtype):  # the values an atomic left where it wrote
         keep(load(ptrs.data, np.broadcast_to(mask, ptrs.data.shape), np.zeros(ptrs.data.shape, dtype), dtype))
 
-    def recorded_rmw(self, op, ptrs, value, mask, *args, **kwargs):
-        result = rmw(self, op, ptrs, value, mask, *args, **kwargs)
-        after(ptrs, mask.data, value.data.dtype)
-        return result
+    def recorded_rmw(self, op, ptrs, value, mask, *args, **kwargs):  # (the atomic first, then what it left)
+        return (rmw(self, op, ptrs, value, mask, *args, **kwargs), after(ptrs, mask.data, value.data.dtype))[0]
 
     def recorded_cas(self, ptrs, compare, value, *args, **kwargs):
-        result = cas(self, ptrs, compare, value, *args, **kwargs)
-        after(ptrs, np.ones(ptrs.data.shape, dtype=bool), value.data.dtype)
-        return result
+        return (cas(self, ptrs, compare, value, *args, **kwargs), after(ptrs, np.True_, value.data.dtype))[0]
 
-    builder.create_masked_store, builder.create_descriptor_scatter = recorded_store, recorded_scatter
+    builder.create_masked_load, builder.create_masked_store, builder.create_descriptor_scatter = \
+        recorded_load, recorded_store, recorded_scatter
     builder.create_atomic_rmw, builder.create_atomic_cas = recorded_rmw, recorded_cas
 
 
@@ -305,17 +307,18 @@ def _run(question, state):
     except Refused as e:
         return {"refused": str(e)}
     before = {i: s.clone() for i, s in storages.items()}
-    state["stored"].clear()
+    state["stored"].clear(), state["loaded"].clear()
     try:
         with count_work() as work:
             functions[question["kernel"]][grid](*args, **kwargs)
     except Exception as e:  # noqa: BLE001: the student's kernel failed
         return {"error": type(e).__name__}
-    stored = np.unique(np.concatenate(state["stored"])) if state["stored"] else np.zeros(0)
+    stored, loaded = (np.unique(np.concatenate(state[k])) if state[k] else np.zeros(0) for k in ("stored", "loaded"))
     changed = {str(i): base64.b64encode(s.numpy().tobytes()).decode() for i, s in storages.items()
                if not torch.equal(s, before[i])}
     return {"work": {f.name: int(getattr(work, f.name)) for f in dataclasses.fields(work)}, "storages": changed,
-            "stored": base64.b64encode(stored.astype(np.float64).tobytes()).decode()}
+            "stored": base64.b64encode(stored.astype(np.float64).tobytes()).decode(),
+            "loaded": base64.b64encode(loaded.astype(np.float64).tobytes()).decode()}
 
 
 def serve():
@@ -328,9 +331,9 @@ def serve():
     import triton.language as tl
 
     from course_utils.kernels import count_work
-    state = {"triton": triton, "tl": tl, "cache": {}, "stored": []}
+    state = {"triton": triton, "tl": tl, "cache": {}, "stored": [], "loaded": []}
     with count_work():  # the counter in place for the meter's life, before any kernel's source is read
-        _record_stores(state["stored"])
+        _record(state["stored"], state["loaded"])
         while True:
             try:
                 question = json.loads(receive(stdin, MAX_LAUNCH_BYTES * 2))

@@ -74,6 +74,8 @@ class Session(Lender):
 
     def _ask(self, op, target, args, kwargs, label, transport):
         request = self._request(op, target, args, kwargs, transport)
+        if request.direct:
+            self._call_inputs, self._known_values = (args, kwargs), None  # (what a launch may load: lending.py)
         text, resident = self._send(request, label, transport)
         answer = self._read(text, label)
         if not answer.get("ok"):
