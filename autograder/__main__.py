@@ -5,8 +5,7 @@ import sys
 from pathlib import Path
 
 from .course import REPO, lesson_ids, release, report_path
-from .sandbox.limits import add_arguments as add_limit_arguments
-from .sandbox.limits import from_arguments as limits_from
+from .sandbox.limits import add_arguments, from_arguments
 
 EPILOG = """In a terminal, from the repository root:
   python -m autograder release                       # notebooks/ and course/ from solutions/
@@ -85,7 +84,7 @@ def build_parser():
     p.add_argument("--jobs", type=int, default=os.cpu_count() or 1, metavar="N",
                    help=f"submissions graded at once, in separate processes (default: the number of cores, "
                         f"{os.cpu_count() or 1} here)")
-    add_limit_arguments(p)
+    add_arguments(p)  # one option per limit (sandbox/limits.py)
     p.add_argument("--scheduler", metavar="ADDRESS",
                    help="grade on a Dask cluster: tcp://HOST:8786 for a running scheduler, or local:N for a "
                         "local cluster of N workers (needs the `cluster` extra; see docs/instructors.md, "
@@ -126,7 +125,7 @@ def main(argv=None):
         return 2 if result.problems or result.collisions else 0
     elif args.command == "grade":
         from .run.grading import GradingInterrupted, grade
-        limits = limits_from(args)
+        limits = from_arguments(args)
         try:
             if args.scheduler:
                 from .run.cluster import grade_cluster

@@ -4,6 +4,13 @@
 # repository root, for example:
 #   nbgrader autograde 01_seq2seq_bottleneck --JupyterApp.config_file=autograder/nbgrader_config.py --CourseDirectory.root=course
 # (plain nbgrader runs the kernel without the sandbox of `python -m autograder grade`).
+import sys as _sys
+from pathlib import Path as _Path
+_repo = str(_Path(__file__).resolve().parent.parent)  # noqa: F821  (set by traitlets)
+if _repo not in _sys.path:
+    _sys.path.insert(0, _repo)
+from autograder.sandbox.limits import Limits as _Limits  # noqa: E402  (every limit's one home)
+
 c = get_config()  # noqa: F821  (provided by traitlets when the file is loaded)
 
 c.CourseDirectory.course_id = "attention-course"
@@ -17,8 +24,11 @@ c.ClearSolutions.text_stub = "YOUR ANSWER HERE"
 
 # Grading runs in fast mode (nbgrader sets NBGRADER_EXECUTION, which
 # course_utils reads): a whole lesson takes about 15 s, so 120 s for one cell
-# leaves room for a slow machine and still stops an endless loop.
-c.Execute.timeout = 120
+# leaves room for a slow machine and still stops an endless loop. The numbers
+# live in autograder/sandbox/limits.py (`python -m autograder grade` reads them
+# there too, and its options change them for one grading).
+c.Execute.timeout = _Limits().cell_timeout
+c.Execute.iopub_timeout = _Limits().iopub_timeout
 c.Execute.interrupt_on_timeout = True
 
 c.Execute.extra_arguments = ["--HistoryManager.hist_file=:memory:"]
@@ -58,11 +68,6 @@ c.Autograde.autograde_preprocessors = [
 # - SafeFeedbackExporter sanitises the final HTML with an allow-list (tags,
 #   attributes, http/https/mailto links, base64 PNG/JPEG/GIF images) and gives
 #   the page a Content-Security-Policy that allows no script.
-import sys as _sys  # noqa: E402
-from pathlib import Path as _Path  # noqa: E402
-_repo = str(_Path(__file__).resolve().parent.parent)  # noqa: F821  (set by traitlets)
-if _repo not in _sys.path:
-    _sys.path.insert(0, _repo)
 c.GenerateFeedback.preprocessors = [
     "autograder.preprocessors.HideHiddenTests",
     "nbgrader.preprocessors.GetGrades",

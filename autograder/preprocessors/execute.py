@@ -15,13 +15,13 @@ from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
-from traitlets import Bool, Enum, Integer
+from traitlets import Bool, Enum, Integer, TraitError, validate
 
 from .. import cells, sandbox
 from ..kernel import integrity, meter, verdicts
 from ..sandbox import clock
 from .grades import WITHHELD
-from ..sandbox.limits import Limits
+from ..sandbox.limits import Limits, refused
 from ..course import lesson_notebook
 from ..nbrun import UNREADABLE, SlicedWaits
 from ..job import HANG, STARVED, event, record_kernel
@@ -41,10 +41,21 @@ class GradingExecute(SlicedWaits, Execute):
     on the kernel's state, so a patch earns nothing and costs nothing the honest work earned.
     """
     integrity_check = Bool(True, help="check what the tests rely on after every test cell").tag(config=True)
-    check_timeout = Integer(30, help="seconds to wait for the integrity check's answer").tag(config=True)
+    timeout = Integer(Limits().cell_timeout, allow_none=True, help="seconds one cell may run, a test cell on the "
+                      "grader's side included (set from autograder.sandbox.limits.Limits)").tag(config=True)
+    check_timeout = Integer(Limits().integrity_timeout, allow_none=True, help="seconds to wait for the integrity "
+                            "check's answer (set from autograder.sandbox.limits.Limits)").tag(config=True)
     # a graded kernel's last state is never read: killed at once (the student's atexit hooks never run),
     # not asked to exit (with torch loaded, a graceful exit took 2.3 s of every notebook)
     shutdown_kernel = Enum(["graceful", "immediate"], "immediate").tag(config=True)
+
+    @validate("timeout", "check_timeout")
+    def _a_limit(self, proposal):
+        """nbclient reads a timeout of None or -1 as no limit: a grading always has one (sandbox/limits.py)."""
+        why = refused(proposal["value"])
+        if why:
+            raise TraitError(f"{type(self).__name__}.{proposal['trait'].name} {why}")
+        return proposal["value"]
 
     def preprocess(self, nb, resources=None, km=None):
         source = lesson_notebook(self.config, resources, "source")
@@ -79,7 +90,7 @@ class GradingExecute(SlicedWaits, Execute):
                 get_stdin_msg=run_sync(self.kc.stdin_channel.get_msg))
             self._runner = self._tests.runner(verdicts.Session(transport, meter=self._meter, cgroup=self._cgroup,
                                                                deadline=lambda: self._test_deadline))
-        self._test_deadline = time.monotonic() + (self.timeout or 60)
+        self._test_deadline = time.monotonic() + self._get_timeout(cell)  # the cell's limit (nbclient's), kept here
         try:
             stdout, error = self._runner.run(cells.grade_id(cell))
         except verdicts.GraderSideError as e:
@@ -123,7 +134,7 @@ class GradingExecute(SlicedWaits, Execute):
         """The integrity check's silent request (integrity.py); its parsed answer, or ValueError."""
         nonce, expression = self._watch.request(mode)
         # the baseline imports torch, numpy and course_utils (the notebook's first cells would): a cell's time
-        timeout = max(self.check_timeout, self.timeout or 0) if mode == "baseline" else self.check_timeout
+        timeout = max(self.check_timeout, self.timeout) if mode == "baseline" else self.check_timeout
         end = time.monotonic() + timeout
         try:
             reply = verdicts.silent_request(self.kc, run_sync(self.kc.shell_channel.get_msg), "", {"check": expression},
@@ -174,7 +185,7 @@ class SandboxedExecute(GradingExecute):
 
     def preprocess(self, nb, resources=None, km=None):
         self._deadline = time.monotonic() + self.notebook_timeout
-        self._cell_timeout = self.timeout
+        self.timeout_func = self.cell_limit  # nbclient's hook: each cell's limit, the trait never rewritten
         self._dead = None
         self._timed_out = False
         self._output_bytes = {}
@@ -183,6 +194,12 @@ class SandboxedExecute(GradingExecute):
     def start_new_kernel(self, **kwargs):
         super().start_new_kernel(**kwargs)
         record_kernel(self.km)
+
+    def cell_limit(self, cell):
+        """A cell's limit (nbclient's timeout_func): the cell timeout cut to what is left of the notebook's budget,
+        at least 1 s; remembered for the timeout event's words."""
+        self._given = max(1, int(min(self.timeout, self._deadline - time.monotonic())))
+        return self._given
 
     def preprocess_cell(self, cell, resources, index):
         if cell.cell_type != "code":
@@ -195,7 +212,6 @@ class SandboxedExecute(GradingExecute):
             cell.outputs = [error_output("CellNotRun", f"not run: {self._dead}")]
             event("timeout", f"cell {index} not run: {self._dead}")
             return cell, resources
-        self.timeout = max(1, int(min(self._cell_timeout, remaining)))
         try:
             return super().preprocess_cell(cell, resources, index)
         except DeadKernelError as e:
@@ -225,7 +241,7 @@ class SandboxedExecute(GradingExecute):
         if any(o.output_type == "error" and o.ename == "CellTimeoutError" for o in outputs):
             starved, why = self._starved_timeout(f"cell {kwargs['cell_index']}")
             if not starved:
-                event("timeout", f"cell {kwargs['cell_index']} timed out after {self.timeout} s ({why})")
+                event("timeout", f"cell {kwargs['cell_index']} timed out after {self._given} s ({why})")
             self._note_timeout(kwargs["cell"], kwargs["cell_index"])
 
     def output(self, outs, msg, display_id, cell_index):

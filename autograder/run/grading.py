@@ -52,7 +52,8 @@ from ..course import REPO, gradebook_path, sqlite_url, step_folders, step_notebo
 from ..flags import flag_submission
 from ..gradebook import mark_flagged, merge, record_failure
 from ..sandbox import sandbox_settings  # noqa: F401 (the public API)
-from .settings import HARD_LIMIT_GRACE_S, Limits, grading_config  # noqa: F401 (the public API: grading_config)
+from ..sandbox.limits import Limits
+from .settings import grading_config  # noqa: F401 (the public API: grading_config)
 from ..job import FLAGGED, STARVED, Finding, Job, JobFolder, as_flag, findings, pending_flags, read_events
 
 
@@ -143,7 +144,7 @@ class _Running:
         for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # N kernels share the cores, unless told otherwise
             env.setdefault(name, str(threads))
         self.start = time.monotonic()
-        self.deadline = self.start + limits.notebook_timeout + HARD_LIMIT_GRACE_S
+        self.deadline = self.start + limits.notebook_timeout + limits.hard_limit_grace
         self.proc = zygote.start(self.folder.job, self.folder.log, env, modules=modules)
 
     def kill(self):

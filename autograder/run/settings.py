@@ -1,18 +1,18 @@
-"""What a grading run is configured with: limits and nbgrader's configuration (the sandbox's allow-list is
-autograder.sandbox.policy's)."""
+"""A grading's nbgrader configuration: the course's (nbgrader_config.py), with every time and size of the grading's
+Limits (sandbox/limits.py, their one home) and the sandbox's settings (sandbox/policy.py)."""
 from ..course import load_config
-from ..sandbox.limits import HARD_LIMIT_GRACE_S, Limits  # noqa: F401: declared there, once
-
+from ..sandbox.limits import Limits
 
 
 def grading_config(course_root, db_url=None, limits=Limits(), sandbox_settings=None):
-    """The course's nbgrader config (which also hides hidden tests in feedback) plus sandboxed execution."""
+    """The course's nbgrader config (which also hides hidden tests in feedback) plus sandboxed execution, with each
+    trait a limit sets taken from `limits`."""
     config = load_config(course_root)
     if db_url:
         config.CourseDirectory.db_url = db_url
-    if limits.cell_timeout is not None:  # else nbgrader_config.py's, the one plain nbgrader uses too
-        config.Execute.timeout = limits.cell_timeout
-    config.Execute.iopub_timeout = 30  # output still arriving after the reply on a busy machine
+    config.Execute.timeout = limits.cell_timeout
+    config.Execute.iopub_timeout = limits.iopub_timeout
+    config.GradingExecute.check_timeout = limits.integrity_timeout
     config.SandboxedExecute.notebook_timeout = limits.notebook_timeout
     config.SandboxedExecute.max_output_bytes = limits.output_kb * 1024
     if sandbox_settings is not None:

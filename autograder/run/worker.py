@@ -6,9 +6,9 @@ from pathlib import Path
 from ..job import HANG, Job, JobFolder, event, read_events
 
 
-def sandbox_settings(job):
+def launcher_settings(job):
     """The launcher's settings: the job's sandbox features and its share of the job's limits."""
-    from .settings import Limits
+    from ..sandbox.limits import Limits
     return {**job.sandbox, **Limits(**job.limits).for_the_sandbox()}
 
 
@@ -16,8 +16,9 @@ def work(job):
     """Autograde one submission (a job.Job) into its shard gradebook."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
-    from .settings import Limits, grading_config
-    config = grading_config(job.course, job.gradebook_url, Limits(**job.limits), sandbox_settings(job))
+    from ..sandbox.limits import Limits
+    from .settings import grading_config
+    config = grading_config(job.course, job.gradebook_url, Limits(**job.limits), launcher_settings(job))
     api = NbGraderAPI(CourseDirectory(config=config), config=config)
     result = api.autograde(job.lesson, job.student, force=True, create=True)
     return {"success": bool(result["success"]), "error": result.get("error") or "", "log": result.get("log") or ""}

@@ -1,51 +1,86 @@
-"""The limits of one graded notebook, declared once: each with its default, its unit and its help.
+"""The limits of one graded notebook, declared once: every time and every size, each with its default, unit and help.
 
-The command line (`python -m autograder grade --memory-mb ...`), a grading run's nbgrader traits
-(settings.grading_config) and the sandbox launcher's settings (policy.DEFAULTS, policy.sandbox_settings)
-all read them here. Standard library only: the launcher imports this folder's modules as plain modules.
+Readers: the command line (`python -m autograder grade --cell-timeout ...`: one option per field), nbgrader_config.py
+(the cell's limit plain nbgrader uses too), a grading run's nbgrader traits (run/settings.py), the run's hard limit
+per worker (run/grading.py) and the sandbox launcher's settings (policy.DEFAULTS, policy.sandbox_settings). A value
+that is not a positive whole number is refused here, with the option's name: nbclient reads a cell timeout of -1 or
+None as "no limit", and a grading without one could wait for ever on a student's loop.
+Standard library only: the launcher imports this folder's modules as plain modules.
 """
+import argparse
 import dataclasses
 
-HARD_LIMIT_GRACE_S = 60  # beyond the notebook budget: kernel start, sanitizing, saving grades
+
+def _limit(default, unit, help):
+    return dataclasses.field(default=default, metadata=dict(unit=unit, help=help))
 
 
-def _limit(default, flag, metavar, help):
-    return dataclasses.field(default=default, metadata=dict(flag=flag, metavar=metavar, help=help))
-
-
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Limits:
-    cell_timeout: int = _limit(
-        None, "--cell-timeout", "S", "seconds one cell may run before it is interrupted (default: Execute.timeout "
-        "in autograder/nbgrader_config.py, 120 s, the same as plain nbgrader)")
-    notebook_timeout: int = _limit(
-        300, "--notebook-timeout", "S", "seconds of execution for one notebook; later cells are not run "
-        f"(default %(default)s); a worker still running {HARD_LIMIT_GRACE_S} s later is killed")
-    memory_mb: int = _limit(
-        4096, "--memory-mb", "MB", "memory of each kernel: its resident memory (a cgroup) when grading as root, "
-        "else its address space (RLIMIT_AS) (default %(default)s)")
-    nproc: int = _limit(
-        512, "--nproc", "N", "processes and threads of each kernel: a pids cgroup when grading as root, and "
-        "RLIMIT_NPROC of the kernel's user (default %(default)s)")
-    fsize_mb: int = _limit(
-        64, "--fsize-mb", "MB", "largest file a kernel may write (RLIMIT_FSIZE) (default %(default)s)")
-    output_kb: int = _limit(
-        512, "--output-kb", "KB", "output kept per cell; the rest is dropped (default %(default)s)")
+    cell_timeout: int = _limit(120, "s", "one cell may run, a test cell on the grader's side included, before it is "
+                                         "interrupted (plain nbgrader with autograder/nbgrader_config.py too)")
+    notebook_timeout: int = _limit(300, "s", "of execution for one notebook; later cells are not run")
+    hard_limit_grace: int = _limit(60, "s", "after the notebook's budget before its worker is killed (the kernel's "
+                                            "start, sanitizing, saving grades)")
+    iopub_timeout: int = _limit(30, "s", "to wait for a cell's output still arriving after its reply (a busy "
+                                         "machine)")
+    integrity_timeout: int = _limit(30, "s", "to wait for the integrity check's answer after a test cell (its "
+                                             "first, which imports torch, may take a cell's time)")
+    memory_mb: int = _limit(4096, "MB", "of memory for each kernel: its resident memory (a cgroup) when grading as "
+                                        "root, else its address space (RLIMIT_AS)")
+    nproc: int = _limit(512, "processes", "and threads of each kernel: a pids cgroup when grading as root, and "
+                                          "RLIMIT_NPROC of the kernel's user")
+    fsize_mb: int = _limit(64, "MB", "in the largest file a kernel may write (RLIMIT_FSIZE)")
+    output_kb: int = _limit(512, "KB", "of output kept per cell; the rest is dropped")
+
+    def __post_init__(self):
+        for field in dataclasses.fields(self):
+            refusal = refused(getattr(self, field.name), field.metadata["unit"])
+            if refusal:
+                raise ValueError(f"Limits.{field.name} ({option(field)}) {refusal}")
 
     def for_the_sandbox(self):
         """The launcher's share: {memory_mb, nproc, fsize_mb, cpu_s} (cpu_s: the notebook budget and the grace,
         on every core)."""
         import os
         return dict(memory_mb=self.memory_mb, nproc=self.nproc, fsize_mb=self.fsize_mb,
-                    cpu_s=(self.notebook_timeout + HARD_LIMIT_GRACE_S) * (os.cpu_count() or 1))
+                    cpu_s=(self.notebook_timeout + self.hard_limit_grace) * (os.cpu_count() or 1))
+
+
+def option(field):
+    """The command-line option of a Limits field: --cell-timeout for cell_timeout."""
+    return "--" + field.name.replace("_", "-")
+
+
+def refused(value, unit="s"):
+    """Why `value` cannot be a limit in `unit` ("must be ..."), or None when it can."""
+    if type(value) is int and value > 0:
+        return None
+    return (f"must be a whole number of {'seconds' if unit == 's' else unit} above 0, not {value!r}: every grading "
+            "has its limits (for a long one, give a large number)")
 
 
 def add_arguments(parser):
-    """One command-line option per limit, with its default and help."""
+    """One command-line option per limit, with its unit, default and help; a value that is not a limit is refused
+    with the option's name."""
     for field in dataclasses.fields(Limits):
-        meta = field.metadata
-        parser.add_argument(meta["flag"], dest=field.name, type=int, default=field.default, metavar=meta["metavar"],
-                            help=meta["help"])
+        unit = field.metadata["unit"]
+        parser.add_argument(option(field), dest=field.name, type=_parser_of(field), default=field.default,
+                            metavar=unit.upper() if len(unit) <= 2 else "N",
+                            help=f"{'seconds' if unit == 's' else unit} {field.metadata['help']} (default %(default)s)")
+
+
+def _parser_of(field):
+    def parse(text):
+        try:
+            value = int(text)
+        except ValueError:
+            value = text
+        refusal = refused(value, field.metadata["unit"])
+        if refusal:
+            raise argparse.ArgumentTypeError(refusal)
+        return value
+    return parse
 
 
 def from_arguments(args):

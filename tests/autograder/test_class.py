@@ -306,14 +306,13 @@ def test_a_dead_kernel_is_one_flag(graded):
         f for f in flags if f.startswith("runtime: the kernel died")] and len(flags) == 1, flags
 
 
-def test_a_worker_past_the_hard_limit_is_killed_scored_zero_and_flagged(tiny_course, tmp_path, monkeypatch):
-    import autograder.run.grading
+def test_a_worker_past_the_hard_limit_is_killed_scored_zero_and_flagged(tiny_course, tmp_path):
     lesson = tiny.LESSON
     course = tmp_path / "course"
     shutil.copytree(tiny_course, course)
     submit(course, lesson, "stuck", load(course / "release" / lesson / f"{lesson}.ipynb"))
-    monkeypatch.setattr(autograder.run.grading, "HARD_LIMIT_GRACE_S", 0)  # a 1 s hard limit: a worker needs longer to start a kernel
-    [r] = grade(course, [lesson], limits=Limits(notebook_timeout=1), log=lambda *_: None)
+    # a 2 s hard limit: a worker needs longer to start a kernel and run the lesson's 3 s cell
+    [r] = grade(course, [lesson], limits=Limits(notebook_timeout=1, hard_limit_grace=1), log=lambda *_: None)
     assert r.status == "failed" and r.score == 0 and r.max_score > 0, r
     assert any("hard limit" in f for f in r.flags), r.flags
     assert list((course / ".grading" / lesson / "stuck").glob("worker.log")), "the worker's log is kept for review"

@@ -23,7 +23,9 @@ def test_the_sandboxed_kernel_gets_fast_mode_and_no_other_course_variable(monkey
     assert env["COURSE_FAST"] == "1" and "COURSE_CI" not in env and env["COURSE_DEVICE"] == "cpu"
 
 
-def test_grade_uses_the_cell_timeout_of_nbgrader_config_unless_told_otherwise(tmp_path):
-    from autograder.run.grading import Limits, grading_config
-    assert grading_config(tmp_path, limits=Limits()).Execute.timeout == 120  # nbgrader_config.py's, as plain nbgrader
+def test_grade_uses_the_cell_timeout_plain_nbgrader_uses_unless_told_otherwise(tmp_path):
+    from autograder.course import load_config
+    from autograder.run import grading_config
+    from autograder.sandbox.limits import Limits
+    assert grading_config(tmp_path, limits=Limits()).Execute.timeout == load_config(tmp_path).Execute.timeout == 120
     assert grading_config(tmp_path, limits=Limits(cell_timeout=7)).Execute.timeout == 7

@@ -74,13 +74,15 @@ def test_a_report_is_read_back_as_findings_and_what_is_not_a_finding_is_dropped(
 
 
 def test_job_json_holds_each_limit_once_and_the_worker_gives_the_launcher_what_the_parent_probed(tmp_path):
-    from autograder.run import grading, worker
-    limits = grading.Limits(memory_mb=1234, nproc=77, fsize_mb=9, notebook_timeout=45)
-    settings = {**grading.sandbox_settings(tmp_path, limits), "bwrap": False}  # as a probe may return it
     from autograder.course import submission_paths
+    from autograder.run import grading, worker
+    from autograder.sandbox import sandbox_settings
+    from autograder.sandbox.limits import Limits
+    limits = Limits(memory_mb=123457, nproc=8643, fsize_mb=9, notebook_timeout=45, integrity_timeout=97531)
+    settings = {**sandbox_settings(tmp_path, limits), "bwrap": False}  # as a probe may return it
     text = grading.job_record(submission_paths(tmp_path, "01_x", "alice"), "sqlite:///g.db", limits, settings).to_json()
-    for value in ("1234", "77"):
+    for value in ("123457", "8643", "97531"):
         assert text.count(value) == 1, f"{value} appears {text.count(value)} times in job.json: {text}"
     record = job.Job.from_json(text)
-    assert record.limits["memory_mb"] == 1234 and json.loads(text)["sandbox"]["bwrap"] is False
-    assert worker.sandbox_settings(record) == settings
+    assert record.limits["memory_mb"] == 123457 and json.loads(text)["sandbox"]["bwrap"] is False
+    assert worker.launcher_settings(record) == settings

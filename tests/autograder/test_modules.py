@@ -1,5 +1,6 @@
 """The autograder's modules form no import cycle (docs/design.md maps the modules)."""
 import ast
+import os
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
@@ -45,30 +46,36 @@ def test_no_autograder_module_imports_one_that_imports_it():
 
 
 def test_every_limit_is_declared_once_and_read_by_the_command_line_the_traits_and_the_sandbox(tmp_path):
-    """autograder/sandbox/limits.py declares each limit; nothing else holds its default."""
+    """autograder/sandbox/limits.py declares each limit, every time included; nothing else holds its default."""
     import dataclasses
 
     from autograder.__main__ import build_parser
-    from autograder.preprocessors.execute import SandboxedExecute
+    from autograder.course import load_config
+    from autograder.preprocessors import SandboxedExecute
     from autograder.sandbox import DEFAULTS, sandbox_settings
     from autograder.sandbox.limits import Limits
-    from autograder.run.settings import grading_config
+    from autograder.run import grading_config
 
     defaults = Limits()
     parsed = build_parser().parse_args(["grade"])
     assert all(getattr(parsed, f.name) == getattr(defaults, f.name) for f in dataclasses.fields(Limits))
     assert {k: DEFAULTS[k] for k in ("memory_mb", "nproc", "fsize_mb", "cpu_s")} == defaults.for_the_sandbox()
-    assert SandboxedExecute().notebook_timeout == defaults.notebook_timeout
-    assert SandboxedExecute().max_output_bytes == defaults.output_kb * 1024
+    execute, plain = SandboxedExecute(), load_config(tmp_path)  # plain: what plain nbgrader reads
+    assert (execute.timeout, execute.check_timeout, execute.notebook_timeout, execute.max_output_bytes) == (
+        defaults.cell_timeout, defaults.integrity_timeout, defaults.notebook_timeout, defaults.output_kb * 1024)
+    assert (plain.Execute.timeout, plain.Execute.iopub_timeout) == (defaults.cell_timeout, defaults.iopub_timeout)
 
     # one value given on the command line reaches the kernel's sandbox and nbgrader's traits
-    from autograder.__main__ import limits_from
+    from autograder.sandbox.limits import from_arguments as limits_from
     args = build_parser().parse_args(["grade", "--memory-mb", "1500", "--fsize-mb", "8", "--output-kb", "40",
-                                      "--notebook-timeout", "100"])
+                                      "--notebook-timeout", "100", "--cell-timeout", "7", "--iopub-timeout", "9",
+                                      "--integrity-timeout", "11", "--hard-limit-grace", "13"])
     limits = limits_from(args)
     settings = sandbox_settings(tmp_path, limits)
     assert (settings["memory_mb"], settings["fsize_mb"]) == (1500, 8)
+    assert settings["cpu_s"] == (100 + 13) * (os.cpu_count() or 1)
     config = grading_config(tmp_path, limits=limits)
+    assert (config.Execute.timeout, config.Execute.iopub_timeout, config.GradingExecute.check_timeout) == (7, 9, 11)
     assert config.SandboxedExecute.max_output_bytes == 40 * 1024
     assert config.SandboxedExecute.notebook_timeout == 100
 
