@@ -5,10 +5,10 @@ import subprocess
 import sys
 import tempfile
 
+from . import policy
 from .cgroups import Cgroups
 from .janitor import PROBE_PREFIX, sweep
 from .launcher import launcher_cmd
-from .policy import DEFAULTS, bwrap_path
 
 
 PROBE = r"""
@@ -30,13 +30,15 @@ print(json.dumps({"uid": os.getuid(), "seen": hidden, "net": net}))
 """
 
 
-def probe(settings, timeout=120, find_bwrap=bwrap_path):
+def probe(settings, timeout=120, find_bwrap=None):
     """Try the launcher once with a kernel-like command; return (settings that work, warnings).
 
     Drops bubblewrap, then the separate user, then the cgroups, when they fail here, and says
-    so, naming each guarantee that does not hold. `find_bwrap` finds bubblewrap (None: not installed).
+    so, naming each guarantee that does not hold. `find_bwrap` finds bubblewrap (None: not installed; by default
+    policy.bwrap_path, read when the probe runs, so a test may replace it).
     """
-    settings = {**DEFAULTS, **settings}
+    find_bwrap = find_bwrap or policy.bwrap_path
+    settings = {**policy.DEFAULTS, **settings}
     hidden = [p for p in settings.get("must_not_see", []) if os.path.exists(p)]
     warnings = []
     root = os.geteuid() == 0

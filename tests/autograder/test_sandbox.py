@@ -270,7 +270,7 @@ def test_writable_places_are_small_and_private(settings, tmp_path):
 
 def test_a_missing_bubblewrap_is_named_in_a_warning(monkeypatch, tmp_path):
     """Without bwrap the kernel still starts, with its limits, and the warning says what no longer holds."""
-    monkeypatch.setattr(sandbox, "bwrap_path", lambda: None)
+    monkeypatch.setattr(policy, "bwrap_path", lambda: None)
     found, warnings = sandbox.probe(sandbox_settings(tmp_path, Limits()))
     assert found["bwrap"] is False
     text = " ".join(warnings)
