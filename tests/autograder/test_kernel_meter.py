@@ -162,6 +162,13 @@ def _rows(x):''').replace("    x = x - tl.max(x, axis=0)\n", "    top = tl.max(x
                                                                                      BLOCK=triton.next_power_of_2(C))
             return out
     '''),
+    # numpy computes; a kernel that loads and stores exactly what the exercise's does carries the result in
+    "numpy computes, a copy kernel carries it in": SOFTMAX + '\n\n@triton.jit\ndef copy_rows(p_ptr, x_ptr, y_ptr, n_cols, row_stride, BLOCK: tl.constexpr):\n    """Loads and stores exactly what softmax_kernel does, and no exponential; stores the rows of p."""\n    row = tl.program_id(0)\n    cols = tl.arange(0, BLOCK)\n    inside = cols < n_cols\n    pass\n    tl.store(y_ptr + row * n_cols + cols, tl.load(p_ptr + row * n_cols + cols, mask=inside), mask=inside)\n\n\ndef softmax_rows(x):\n    R, C = x.shape\n    import numpy\n    a = x.numpy()\n    e = numpy.exp(a - a.max(-1, keepdims=True))\n    p = torch.from_numpy(e / e.sum(-1, keepdims=True))\n    y = torch.empty(R, C, dtype=x.dtype)\n    copy_rows[(R,)](p, x, y, C, x.stride(0), BLOCK=triton.next_power_of_2(C))\n    return y\n',
+    # ... and takes the exponentials of x too, as a decoy for the work by kind
+    "numpy computes, a copy kernel with decoy exponentials": SOFTMAX + '\n\n@triton.jit\ndef copy_rows(p_ptr, x_ptr, y_ptr, n_cols, row_stride, BLOCK: tl.constexpr):\n    """Loads and stores exactly what softmax_kernel does, and every exponential; stores the rows of p."""\n    row = tl.program_id(0)\n    cols = tl.arange(0, BLOCK)\n    inside = cols < n_cols\n    e = tl.exp(tl.load(x_ptr + row * row_stride + cols, mask=inside, other=float(\'-inf\')))\n    tl.max(e, axis=0)\n    tl.store(y_ptr + row * n_cols + cols, tl.load(p_ptr + row * n_cols + cols, mask=inside), mask=inside)\n\n\ndef softmax_rows(x):\n    R, C = x.shape\n    import numpy\n    a = x.numpy()\n    e = numpy.exp(a - a.max(-1, keepdims=True))\n    p = torch.from_numpy(e / e.sum(-1, keepdims=True))\n    y = torch.empty(R, C, dtype=x.dtype)\n    copy_rows[(R,)](p, x, y, C, x.stride(0), BLOCK=triton.next_power_of_2(C))\n    return y\n',
+    # the real kernel run below its launch (a two-pass run the meter never sees), then carried in by a copy kernel
+    "the interpreter run directly, then copied in": SOFTMAX + "\nfrom triton.runtime.interpreter import GridExecutor\n"
+    "_run_grid = GridExecutor.__call__  # kept before the call: what the grader's refusal cannot take back\n" + '\n\n@triton.jit\ndef copy_rows(p_ptr, x_ptr, y_ptr, n_cols, row_stride, BLOCK: tl.constexpr):\n    """Loads and stores exactly what softmax_kernel does, and every exponential; stores the rows of p."""\n    row = tl.program_id(0)\n    cols = tl.arange(0, BLOCK)\n    inside = cols < n_cols\n    e = tl.exp(tl.load(x_ptr + row * row_stride + cols, mask=inside, other=float(\'-inf\')))\n    tl.max(e, axis=0)\n    tl.store(y_ptr + row * n_cols + cols, tl.load(p_ptr + row * n_cols + cols, mask=inside), mask=inside)\n\n\ndef softmax_rows(x):\n    R, C = x.shape\n    p = torch.empty(R, C, dtype=x.dtype)\n    _run_grid(GridExecutor(softmax_kernel.rewrite(), softmax_kernel.arg_names, (R,)), x, p, C, x.stride(0), BLOCK=triton.next_power_of_2(C))\n    y = torch.empty(R, C, dtype=x.dtype)\n    copy_rows[(R,)](p, x, y, C, x.stride(0), BLOCK=triton.next_power_of_2(C))\n    return y\n',
     # the launcher sets the counts of every open count_work block (the grader's, in the old design)
     "counts set by the launcher": _variant("softmax_rows", ("    x = x - tl.max(x, axis=0)\n",
                                                             "    top = tl.max(x, axis=0)\n    x = tl.load(x_ptr + row * "
@@ -183,7 +190,8 @@ def triton_kernel():
 
 
 def graded(kernel, meter, code):
-    """softmax_rows of `code` as the lesson's hidden test calls it: None (passed) or the error."""
+    """softmax_rows of `code` as the lesson's hidden test calls it: None (passed) or the error (a failed check, or
+    the student's crash, which the grader charges)."""
     km, kc = kernel
     assert kc.execute_interactive(code, timeout=60)["content"]["status"] == "ok"
     transport = verdicts.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: time.monotonic() + 60,
@@ -195,8 +203,10 @@ def graded(kernel, meter, code):
         with cu.forbid("torch.softmax"), cu.launcher_only(), count_work() as work:
             got = session.fetch("softmax_rows")(x)
         cu.check_close(got, torch.softmax(x, -1), "softmax_rows", atol=1e-6)
+        cu.check_true(work.foreign_values == 0, f"loaded values x does not hold: {work.foreign_values}")
         cu.check_true(work.bytes_loaded == work.bytes_stored == x.numel() * 4, f"moved {work}")
-    except AssertionError as e:
+        cu.check_true(work.exponentials >= x.numel(), f"took {work.exponentials} exponentials")
+    except (AssertionError, RuntimeError) as e:
         return e
     return None
 
@@ -209,6 +219,8 @@ def test_an_honest_kernel_is_counted_in_the_graders_process_and_passes(triton_ke
 def test_a_kernels_work_cannot_be_hidden_forged_or_done_elsewhere(triton_kernel, meter, name):
     error = graded(triton_kernel, meter, CHEATS[name])
     assert error is not None, f"{name}: passed"
+    if "copy kernel" in name or "copied in" in name:  # what catches it, decoy exponentials or not: what it loaded
+        assert "loaded values x does not hold" in str(error), str(error)
 
 
 def test_a_kernel_that_never_ends_times_out_at_the_cells_limit_as_the_students(triton_kernel, meter):

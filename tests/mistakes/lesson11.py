@@ -33,6 +33,14 @@ def _variant(grade_id, *changes):
 _LOOP_END = "end = tl.minimum((tile + 1) * BLOCK_Q, L)          # later key tiles lie wholly in the future"
 _LSE_STORE = "    tl.store(lse_ptr + head * L + rows, m + tl.log(s), mask=rows < L)"
 
+_COPY_KERNEL = textwrap.dedent("""
+    @triton.jit
+    def copy_flat(src_ptr, dst_ptr, n, BLOCK: tl.constexpr):
+        i = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(dst_ptr + i, tl.load(src_ptr + i, mask=i < n), mask=i < n)
+
+""")
+
 MISTAKES = {
     # Exercise 1: the fused softmax
     "softmax: masked columns loaded as 0": ("test_softmax_rows", _variant(
@@ -213,6 +221,84 @@ MISTAKES = {
                                 for ind in ("    ", "        ")
                                 for t, r in (("q", "rows"), ("do", "rows"), ("k", "cols"), ("v", "cols"))]),
         "float32's rounding"),
+    # Laundering (issue 56): the result computed outside the kernels and carried in by kernels that only copy it, a
+    # forward with no tile product, a Function that calls the stand-ins as decoys. (What a graded kernel loads from
+    # outside the call's inputs is counted in the grader's meter: tests/autograder/test_kernel_meter.py.)
+    "softmax: computed in numpy, carried in by a kernel that copies the rows": ("test_softmax_rows", _COPY_KERNEL + (
+        textwrap.dedent("""
+        def softmax_rows(x):
+            import numpy as np
+            a = x.numpy()
+            e = np.exp(a - a.max(-1, keepdims=True))
+            p = torch.from_numpy(e / e.sum(-1, keepdims=True))
+            y = torch.empty_like(x, memory_format=torch.contiguous_format)
+            copy_flat[(triton.cdiv(p.numel(), 256),)](p, y, p.numel(), BLOCK=256)
+            return y
+    """)), 'exponentials for the'),
+    "forward: attention computed in numpy, o and lse carried in by a copy kernel": ("test_flash_forward", _COPY_KERNEL + (
+        textwrap.dedent("""
+        def flash_forward(q, k, v, causal=False, block_q=16, block_k=16):
+            import numpy as np
+            Q, K, V = (t.contiguous().numpy().astype(np.float64) for t in (q, k, v))
+            s = Q @ K.swapaxes(-1, -2) / np.sqrt(Q.shape[-1])
+            if causal:
+                s = np.where(np.tril(np.ones(s.shape[-2:], dtype=bool)), s, -np.inf)
+            top = s.max(-1, keepdims=True)
+            e = np.exp(s - top)
+            total = e.sum(-1, keepdims=True)
+            o = torch.empty_like(q, memory_format=torch.contiguous_format)
+            lse = torch.empty(q.shape[:3], dtype=torch.float64 if q.dtype == torch.float64 else torch.float32)
+            for out, value in ((o, (e / total) @ V), (lse, (top + np.log(total))[..., 0])):
+                src = torch.from_numpy(np.ascontiguousarray(value.astype(out.numpy().dtype)))
+                copy_flat[(triton.cdiv(src.numel(), 256),)](src, out, src.numel(), BLOCK=256)
+            return o, lse
+    """)), 'exponentials, fewer than'),
+    "forward: no tile product (scores and acc from broadcast products and tl.sum)": ("test_flash_forward", _variant(
+        "flash_forward", ("scores = tl.dot(q, tl.trans(k)) * scale",
+                          "scores = tl.sum(q[:, None, :] * k[None, :, :], axis=2) * scale"),
+        ("acc = acc * rescale[:, None] + tl.dot(p.to(v.dtype), v)",
+         "acc = acc * rescale[:, None] + tl.sum(p.to(v.dtype)[:, :, None] * v[None, :, :], axis=1)")),
+        'FLOPs in tl.dot, fewer than'),
+    "Function: attention recomputed in numpy, flash_forward and flash_backward called as decoys": (
+        "test_flash_attention", textwrap.dedent("""
+        import numpy as _np
+
+
+        def _numpy_attention(q, k, v, causal):
+            Q, K, V = (t.detach().numpy().astype(_np.float64) for t in (q, k, v))
+            s = Q @ K.swapaxes(-1, -2) / _np.sqrt(Q.shape[-1])
+            if causal:
+                s = _np.where(_np.tril(_np.ones(s.shape[-2:], dtype=bool)), s, -_np.inf)
+            p = _np.exp(s - s.max(-1, keepdims=True))
+            return Q, K, V, p / p.sum(-1, keepdims=True)
+
+
+        class FlashAttentionKernel(torch.autograd.Function):
+            @staticmethod
+            def forward(ctx, q, k, v, causal=False, block_q=16, block_k=16):
+                flash_forward(q, k, v, causal, block_q, block_k)  # a decoy: its result is never used
+                ctx.save_for_backward(q, k, v)
+                ctx.causal, ctx.blocks = causal, (block_q, block_k)
+                _, _, V, p = _numpy_attention(q, k, v, causal)
+                return torch.from_numpy((p @ V).astype(q.detach().numpy().dtype))
+
+            @staticmethod
+            def backward(ctx, grad_o):
+                q, k, v = ctx.saved_tensors
+                Q, K, V, p = _numpy_attention(q, k, v, ctx.causal)
+                dO = grad_o.detach().numpy().astype(_np.float64)
+                o, lse = flash_forward(q, k, v, ctx.causal, *ctx.blocks)
+                flash_backward(q, k, v, o, lse, grad_o, ctx.causal, *ctx.blocks)  # a decoy
+                dp = dO @ V.swapaxes(-1, -2)
+                ds = p * (dp - (dO * (p @ V)).sum(-1, keepdims=True))
+                scale, dtype = 1 / _np.sqrt(Q.shape[-1]), q.detach().numpy().dtype
+                grads = (ds @ K * scale, ds.swapaxes(-1, -2) @ Q * scale, p.swapaxes(-1, -2) @ dO)
+                return (*(torch.from_numpy(_np.ascontiguousarray(g.astype(dtype))) for g in grads), None, None, None)
+
+
+        def flash_attention(q, k, v, causal=False, block_q=16, block_k=16):
+            return FlashAttentionKernel.apply(q, k, v, causal, block_q, block_k)
+    """), 'computed again another way'),
 }
 
 ALTERNATIVES = {

@@ -12,16 +12,25 @@ class _LaunchesElsewhere:
         self.saved = []
         if sys.modules.get("triton") is None:  # no Triton here: no kernel can launch
             return self
-        from triton.runtime.interpreter import InterpretedFunction
+        from triton.runtime.interpreter import GridExecutor, InterpretedFunction
         from triton.runtime.jit import JITFunction
-        for owner in (InterpretedFunction, JITFunction):
-            self.saved.append((owner, owner.__dict__["run"]))
-            owner.run = _launch_elsewhere
+        for owner, name, replacement in ((InterpretedFunction, "run", _launch_elsewhere),
+                                         (JITFunction, "run", _launch_elsewhere),
+                                         (GridExecutor, "__call__", _run_below_launch)):
+            self.saved.append((owner, name, owner.__dict__[name]))
+            setattr(owner, name, replacement)
         return self
 
     def __exit__(self, kind, error, traceback):
-        for owner, run in self.saved:
-            owner.run = run
+        for owner, name, original in self.saved:
+            setattr(owner, name, original)
+
+
+def _run_below_launch(self, *args, **kwargs):
+    """The interpreter's executor called directly, below a launch: it would run a kernel the meter never sees (a
+    reference kept from before the call still runs, but what it computes is no value a metered kernel stored)."""
+    raise RuntimeError("a Triton kernel run through the interpreter's executor directly, below a launch: launch it "
+                       "as kernel[grid](...), which the grader runs and counts")
 
 
 def _launch_elsewhere(self, *args, grid, warmup=False, **kwargs):
