@@ -124,11 +124,10 @@ def main(argv=None):
         result = collect(args.source, course, lesson_ids(), roster=args.roster)
         return 2 if result.problems or result.collisions else 0
     elif args.command == "grade":
-        from .run.grading import GradingInterrupted, grade
+        from .run import GradingInterrupted, grade, grade_cluster
         limits = from_arguments(args)
         try:
             if args.scheduler:
-                from .run.cluster import grade_cluster
                 results = grade_cluster(course, args.lessons or None, args.student, args.scheduler, limits=limits,
                                         force=args.force)
             else:

@@ -4,7 +4,8 @@ It reads only what `grade` wrote (the gradebook, each submission's report, the a
 lesson: the score distribution; each exercise's pass rate, hardest first; its failure messages grouped by the mistake
 they diagnose, else by the check that failed (numbers taken out), with who; the flags by kind; what was not graded
 or waits for manual grading; grading times; item statistics. A message is shown as the feedback page shows it
-(`preprocessors/shown.py`: name, message cut, hidden-test lines scrubbed), so the page holds no hidden test.
+(`shown.py`: name, message cut; hidden-test lines scrubbed), so the page holds no hidden test. Each submission is
+read through its course.SubmissionPaths: its outcome (outcome.py), its gradebook entry, its graded notebook.
 Every text is escaped, every picture is a PNG inside the page, and the page loads nothing.
 """
 import html
@@ -17,9 +18,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import quote
 
-from .course import report_path, step_folder, step_notebook
+from . import outcome
+from .course import course_lessons, submissions
 from .class_report_figures import class_figures
-from .job import FLAG_KINDS, findings
+from .job import FLAG_KINDS
 
 FOLDER = "class_report"  # <course>/class_report/<lesson>.html and index.html
 
@@ -43,8 +45,7 @@ def build_report(course_root, lessons=None, log=print):
     course_root = Path(course_root).resolve()
     out = course_root / FOLDER
     out.mkdir(parents=True, exist_ok=True)
-    released = step_folder(course_root, "source", "x").parent
-    lessons = lessons or (sorted(p.name for p in released.iterdir() if p.is_dir()) if released.is_dir() else [])
+    lessons = lessons or course_lessons(course_root)
     summaries = []
     with open_gradebook(course_root) as gb:
         for lesson in lessons:
@@ -70,54 +71,44 @@ def _read_lesson(course_root, gb, lesson):
 
     from . import cells as cellmod
     from .gradebook import pending
-    source_path = step_notebook(course_root, "source", lesson)
-    if not source_path.exists():
+    handed_in = submissions(course_root, lessons=[lesson])
+    if not handed_in or not handed_in[0].source.exists():
         return [], []
-    source = json.loads(source_path.read_text())
+    source = json.loads(handed_in[0].source.read_text())
     tests = [(cellmod.grade_id(c), float(c["metadata"]["nbgrader"].get("points", 0)))
              for c in source["cells"] if cellmod.is_test(c)]
     secrets = sorted({line for c in source["cells"] if c.get("cell_type") == "code"
                       for line in cellmod.secret_lines("".join(c["source"]) if isinstance(c["source"], list)
                                                        else c["source"])}, key=len, reverse=True)
-    submitted = step_folder(course_root, "submitted", lesson, "x").parent.parent
-    students = sorted(p.name for p in submitted.iterdir() if (p / lesson).is_dir()) if submitted.is_dir() else []
-    grades = defaultdict(dict)
-    for student in students:
-        try:
-            for notebook in gb.find_submission(lesson, student).notebooks:
-                grades[student].update({g.name: g for g in notebook.grades})
-        except MissingEntry:
-            pass
     result = []
-    for student in students:
-        sub = Submission(student)
-        report = report_path(course_root, lesson, student)
-        if report.exists():
-            try:
-                r = json.loads(report.read_text())
-                sub.status, sub.seconds = str(r.get("status", "graded")), r.get("seconds")
-                sub.flags = findings(r.get("flags"))
-            except (ValueError, OSError):
-                sub.status = "not graded"
-        for name, g in grades.get(student, {}).items():
+    for paths in sorted(handed_in, key=lambda p: p.student):
+        sub = Submission(paths.student)
+        found = outcome.read(paths)
+        if found is not None:
+            sub.status, sub.seconds, sub.flags = found.status, found.seconds, found.flags
+        try:
+            grades = {g.name: g for notebook in gb.find_submission(lesson, paths.student).notebooks
+                      for g in notebook.grades}
+        except MissingEntry:
+            grades = {}
+        for name, g in grades.items():
             if pending(g):
                 sub.pending.append(name)
             elif g.score is not None:
                 sub.cells[name] = float(g.score)
         sub.max_score = sum(points for _, points in tests)
         sub.score = sum(sub.cells.values())
-        sub.failures = _failures(course_root, lesson, student, secrets)
+        sub.failures = _failures(paths, secrets)
         result.append(sub)
     return tests, result
 
 
-def _failures(course_root, lesson, student, secrets):
+def _failures(paths, secrets):
     """{test cell: (error name, message)} of the autograded notebook, as the student's feedback shows them."""
     from . import cells as cellmod
-    from .preprocessors.shown import failure
-    path = step_notebook(course_root, "autograded", lesson, student)
+    from .shown import failure, without_secrets
     try:
-        nb = json.loads(path.read_text())
+        nb = json.loads(paths.graded.read_text())
     except (OSError, ValueError):
         return {}
     found = {}
@@ -126,9 +117,7 @@ def _failures(course_root, lesson, student, secrets):
             shown = failure(cell.get("outputs", []))
             if shown is not None:
                 name, message = shown
-                for secret in secrets:
-                    message = message.replace(secret, "[hidden test]")
-                found[cellmod.grade_id(cell)] = (name, message)
+                found[cellmod.grade_id(cell)] = (name, without_secrets(message, secrets))
     return found
 
 

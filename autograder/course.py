@@ -21,6 +21,7 @@ def lesson_ids(solutions=SOLUTIONS):
 # ---------------------------------------------------------------- where things are in a course directory
 
 REPORTS = "reports"  # the grader's own folder: <course>/reports/<lesson>/<student>.json
+TRIMMED = "trimmed"  # size.py keeps an original it trimmed here: <course>/trimmed/<student>/<lesson>/
 
 
 @functools.lru_cache(maxsize=1)
@@ -54,6 +55,12 @@ def step_folders(course_root, step):
     return sorted(step_root(course_root, step).glob("*/*"))
 
 
+def course_lessons(course_root, step="source"):
+    """The lessons the course has in `step` (source: every lesson released), sorted."""
+    root = step_root(course_root, step)
+    return sorted(p.name for p in root.iterdir() if p.is_dir()) if root.is_dir() else []
+
+
 def gradebook_path(course_root):
     return Path(course_root, "gradebook.db")
 
@@ -78,9 +85,14 @@ def work_folder(course_root, lesson, student):
     return Path(course_root, ".grading", lesson, student)
 
 
+def trimmed_folder(course_root, lesson, student):
+    """Where size.py keeps a submission's original when it trimmed it: <course>/trimmed/<student>/<lesson>."""
+    return Path(course_root, TRIMMED, student, lesson)
+
+
 @dataclasses.dataclass(frozen=True)
 class SubmissionPaths:
-    """Every path of one submission in a course, computed once (a grading job carries it)."""
+    """Every path of one submission in a course, computed once, here, for every command that reads or writes it."""
     course: Path
     lesson: str
     student: str
@@ -88,7 +100,10 @@ class SubmissionPaths:
     source: Path         # the lesson's instructor notebook
     release: Path        # the lesson's student notebook as released
     autograded: Path     # the folder nbgrader writes the graded copy to
-    report: Path         # what grading found (report_path)
+    graded: Path         # the graded copy, in `autograded`
+    feedback: Path       # the folder of its feedback pages
+    report: Path         # what grading found (report_path; read and written by outcome.py)
+    trimmed: Path        # the original of a notebook size.py trimmed (trimmed_folder)
     work: Path           # the grading worker's scratch folder (work_folder)
     gradebook: Path      # the course gradebook
 
@@ -101,8 +116,23 @@ def submission_paths(course_root, lesson, student):
                            source=step_notebook(course, "source", lesson),
                            release=step_notebook(course, "release", lesson),
                            autograded=step_folder(course, "autograded", lesson, student),
-                           report=report_path(course, lesson, student), work=work_folder(course, lesson, student),
+                           graded=step_notebook(course, "autograded", lesson, student),
+                           feedback=step_folder(course, "feedback", lesson, student),
+                           report=report_path(course, lesson, student),
+                           trimmed=trimmed_folder(course, lesson, student), work=work_folder(course, lesson, student),
                            gradebook=gradebook_path(course))
+
+
+def submissions(course_root, lessons=None, students=None, step="submitted"):
+    """[SubmissionPaths] of every <course>/<step>/<student>/<lesson>/ there is (step: submitted, or autograded for
+    what was graded), of the lessons and students named if any, sorted by student then lesson: every command
+    that reads or writes submissions (grade, feedback, export, report) takes its paths from here."""
+    found = []
+    for folder in step_folders(course_root, step):
+        student, lesson = folder.parent.name, folder.name
+        if folder.is_dir() and (not lessons or lesson in lessons) and (not students or student in students):
+            found.append(submission_paths(course_root, lesson, student))
+    return found
 
 
 @functools.lru_cache(maxsize=1)

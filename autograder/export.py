@@ -8,17 +8,15 @@ way; `python -m autograder export` uses it, and so does plain `nbgrader export` 
 course's configuration (ExportApp.plugin_class), or with
 `--exporter=autograder.export.CourseCsvExportPlugin`.
 """
-import json
-from collections import defaultdict
 from pathlib import Path
 
 from nbgrader.api import MissingEntry
 from nbgrader.plugins import ExportPlugin
 
-from .course import report_paths
+from . import outcome
+from .course import submissions
 from .csvsafe import write_csv
-from .gradebook import pending, pending_cells
-from .job import findings
+from .gradebook import final_score, pending
 from .mdsafe import md_code, md_text
 from .lms import export_lms
 
@@ -53,9 +51,8 @@ def grade_rows(gradebook, assignments=(), students=()):
             except MissingEntry:
                 timestamp, raw, penalty, score = "", 0.0, 0.0, 0.0
             else:
-                timestamp, raw, penalty = sub.timestamp, sub.score, sub.late_submission_penalty
-                score = max(0.0, sub.score - penalty)
-                if pending_cells(sub):  # a test cell the grader could not run: no score until it is graded
+                timestamp, raw, penalty, score = sub.timestamp, sub.score, sub.late_submission_penalty, final_score(sub)
+                if score is None:  # a test cell the grader could not run: no score until it is graded
                     raw = score = PENDING
             values = [assignment.name, assignment.duedate, timestamp, student.id, student.last_name,
                       student.first_name, student.email, raw, penalty, score, assignment.max_score]
@@ -105,12 +102,10 @@ def _questions(gb):
 
 
 def _flagged(course_root):
-    flagged = defaultdict(list)
-    for report in report_paths(course_root):
-        r = json.loads(report.read_text())
-        if findings(r["flags"]):
-            flagged[(r["lesson"], r["student"])] = findings(r["flags"])
-    return flagged
+    """[(course.SubmissionPaths, [flag])] of every flagged submission, by lesson then student."""
+    found = [(paths, outcome.read(paths)) for paths in submissions(course_root)]
+    return sorted(((paths, o.flags) for paths, o in found if o is not None and o.flags),
+                  key=lambda p: (p[0].lesson, p[0].student))
 
 
 def _summary_md(questions, flagged):
@@ -125,9 +120,10 @@ def _summary_md(questions, flagged):
               "one in formgrader, and the exports leave the submission's score pending.", ""]
     lines += [f"- {md_code(student)}, {md_code(lesson)}, cell {md_code(cell)}" for lesson, cell, student in pending]
     lines += ["", f"## Flagged for manual review ({len(flagged)})", ""]
-    for (lesson, student), flags in sorted(flagged.items()):
+    for paths, flags in flagged:
+        lesson, student = paths.lesson, paths.student
         lines.append(f"- {md_code(student)}, {md_code(lesson)} (formgrader: "
                      f"{md_code(f'/formgrader/manage_students/{student}/{lesson}')}; notebook: "
-                     f"{md_code(f'autograded/{student}/{lesson}/{lesson}.ipynb')}):")
+                     f"{md_code(str(paths.graded.relative_to(paths.course)))}):")
         lines += [f"  - {md_code(f)}" for f in flags]
     return "\n".join(lines) + "\n"

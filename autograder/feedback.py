@@ -1,6 +1,6 @@
 """`feedback`: HTML feedback pages that show no hidden test and run nothing in the reader's browser.
 
-What each output of a page may show is preprocessors/shown.py's (HideHiddenTests, first in
+What each output of a page may show is preprocessors/hidehiddentests.py's (HideHiddenTests, first in
 GenerateFeedback.preprocessors). This module makes the pages safe to open:
 
 What the reader's browser runs: nothing. SafeFeedbackExporter (GenerateFeedback.exporter_class)
@@ -16,7 +16,7 @@ import re
 
 from nbconvert.exporters import HTMLExporter
 
-from .course import step_folder, step_folders
+from .course import load_config, submissions
 
 CSP = "default-src 'none'; img-src data:; style-src 'unsafe-inline'; base-uri 'none'; form-action 'none'"
 ALLOWED_TAGS = frozenset("""a abbr b blockquote br caption cite code col colgroup dd del details dfn div dl dt em
@@ -137,19 +137,15 @@ def generate_feedback(course_root, lessons=None, students=None, log=print):
     """HTML feedback in course_root/feedback/<student>/<lesson>/ for every autograded submission."""
     from nbgrader.apps import NbGraderAPI
     from nbgrader.coursedir import CourseDirectory
-    from .run import grading_config
-    config = grading_config(course_root)
+    config = load_config(course_root)  # the course's: GenerateFeedback's preprocessors and exporter
     api = NbGraderAPI(CourseDirectory(config=config), config=config)
     written = []
-    for folder in step_folders(course_root, "autograded"):
-        student, lesson = folder.parent.name, folder.name
-        if (lessons and lesson not in lessons) or (students and student not in students):
-            continue
-        result = api.generate_feedback(lesson, student, force=True)
-        target = step_folder(course_root, "feedback", lesson, student)
+    for paths in submissions(course_root, lessons, students, step="autograded"):
+        result = api.generate_feedback(paths.lesson, paths.student, force=True)
         if result["success"]:
-            written += sorted(target.glob("*.html"))
-            log(f"feedback {lesson} {student} -> {target}")
+            written += sorted(paths.feedback.glob("*.html"))
+            log(f"feedback {paths.lesson} {paths.student} -> {paths.feedback}")
         else:
-            log(f"feedback {lesson} {student} FAILED: {(result['error'] or result['log']).strip()[-500:]}")
+            log(f"feedback {paths.lesson} {paths.student} FAILED: "
+                f"{(result['error'] or result['log']).strip()[-500:]}")
     return written

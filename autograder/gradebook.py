@@ -3,7 +3,8 @@ roster and the class report read it (so they never import the run).
 
 Workers write a private copy (a shard); `merge` copies what one worker wrote about its
 submission into the course gradebook, `record_failure` enters a submission that could not be
-graded, and `mark_flagged` sets nbgrader's own flag that formgrader shows.
+graded, and `mark_flagged` sets nbgrader's own flag that formgrader shows. `final_score` is the one
+rule for the score the exports write (export.py's CSV, lms.py's files).
 """
 import warnings
 
@@ -52,6 +53,15 @@ def pending(grade):
 def pending_cells(submission):
     """The grade ids of a submission's test cells that wait for manual grading (a grader-side failure)."""
     return sorted(g.name for nb in submission.notebooks for g in nb.grades if pending(g))
+
+
+def final_score(submission):
+    """The score every export writes for a gradebook submission: nbgrader's score (formgrader's overrides
+    included) less the late penalty, at least 0; None while a test cell waits for manual grading (pending: never
+    a 0 the student did not earn)."""
+    if pending_cells(submission):
+        return None
+    return max(0.0, submission.score - (submission.late_submission_penalty or 0.0))
 
 
 def record_failure(course_root, lesson, student):

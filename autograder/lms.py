@@ -32,7 +32,7 @@ from pathlib import Path
 from nbgrader.plugins import ExportPlugin
 
 from .csvsafe import write_csv
-from .gradebook import pending_cells
+from .gradebook import final_score
 
 CANVAS_COLUMNS = ["Student", "ID", "SIS User ID", "SIS Login ID", "Section"]
 MOODLE_COLUMNS = ["First name", "Last name", "ID number", "Email address"]
@@ -55,7 +55,7 @@ def scores(gb, lessons=(), students=()):
             except MissingEntry:
                 got[lesson] = 0.0
             else:
-                got[lesson] = None if pending_cells(sub) else max(0.0, sub.score - (sub.late_submission_penalty or 0.0))
+                got[lesson] = final_score(sub)  # None while a test cell is pending
         rows.append((student, got))
     return lessons, points, rows
 

@@ -17,35 +17,31 @@ limit and scored 0). The rule:
    * more than MAX_OUTPUT_BYTES (20 MB) of saved outputs: every output is removed (nbgrader clears
      them before it runs the notebook anyway).
    The trimmed notebook replaces submitted/<student>/<lesson>/<lesson>.ipynb (written atomically),
-   and the original is kept outside what the kernel can see, in
-   trimmed/<student>/<lesson>/<lesson>.ipynb, with trim.json beside it: grading the trimmed
+   and the original is kept outside what the kernel can see, in the submission's `trimmed` folder
+   (course.SubmissionPaths: trimmed/<student>/<lesson>/), with trim.json beside it: grading the trimmed
    notebook again gives the same flag. A notebook that is not JSON is left to the notebook check.
 
 Plain `nbgrader autograde` does not apply these limits.
 """
 import hashlib
 import json
-from pathlib import Path
 
-from .course import step_notebook
 from .job import Finding
 
 MAX_NOTEBOOK_BYTES = 100 * 2**20
 MAX_CELLS = 500
 MAX_SOURCE_BYTES = 2**20
 MAX_OUTPUT_BYTES = 20 * 2**20
-TRIMMED = "trimmed"
 
 
 def _text(source):
     return "".join(source) if isinstance(source, list) else str(source or "")
 
 
-def _released(course_root, lesson):
+def _released(paths):
     """The lesson as released (or its source), as an nbformat notebook, or None."""
     import nbformat
-    for step in ("release", "source"):
-        path = Path(course_root, step, lesson, f"{lesson}.ipynb")
+    for path in (paths.release, paths.source):
         if path.exists():
             return nbformat.read(str(path), as_version=4)
     return None
@@ -97,14 +93,14 @@ def _sha256(data):
     return hashlib.sha256(data).hexdigest()
 
 
-def check(course_root, lesson, student):
-    """`size:` flags for one submission, trimming its notebook in place where it is over a limit.
+def check(paths):
+    """`size:` flags for one submission (its course.SubmissionPaths), trimming its notebook in place where it is
+    over a limit.
 
     Raises ValueError (its message starts with "size:") for a notebook too large to be graded at all.
     """
     from .files import write_atomic
-    path = step_notebook(course_root, "submitted", lesson, student)
-    keep = Path(course_root, TRIMMED, student, lesson)
+    path, keep = paths.submitted, paths.trimmed
     size = path.stat().st_size
     if size > MAX_NOTEBOOK_BYTES:
         raise ValueError(f"size: the notebook is {size / 2**20:.0f} MB, more than the {MAX_NOTEBOOK_BYTES // 2**20} "
@@ -127,7 +123,7 @@ def check(course_root, lesson, student):
     if len(nb["cells"]) <= MAX_CELLS and size <= MAX_OUTPUT_BYTES and all(
             len(_text(c.get("source"))) <= MAX_SOURCE_BYTES // 4 for c in nb["cells"]):
         return []  # well within every limit: nothing to measure further
-    done = trim(nb, _released(course_root, lesson))
+    done = trim(nb, _released(paths))
     if not done:
         return []
     keep.mkdir(parents=True, exist_ok=True)
@@ -136,7 +132,7 @@ def check(course_root, lesson, student):
         trimmed = json.dumps(nb, indent=1, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate (\ud800 in the JSON): keep it escaped
         trimmed = json.dumps(nb, indent=1).encode("ascii")
-    flag = (f"{'; '.join(done)}. The original is kept in {TRIMMED}/{student}/{lesson}/ (autograder/size.py "
+    flag = (f"{'; '.join(done)}. The original is kept in {keep.relative_to(paths.course)}/ (autograder/size.py "
             f"gives the limits)")
     write_atomic(keep / "trim.json", json.dumps(dict(original_sha256=digest, trimmed_sha256=_sha256(trimmed),
                                                      flag=flag), indent=1).encode())

@@ -31,8 +31,8 @@ sys.path.insert(0, str(REPO))
 import nbformat  # noqa: E402
 
 from autograder.course import release  # noqa: E402
-from autograder.run import zygote  # noqa: E402
-from autograder.run.grading import Limits, grade  # noqa: E402
+from autograder.run import grade, zygote  # noqa: E402
+from autograder.sandbox.limits import Limits  # noqa: E402
 from tests.nbtools import LESSONS, SOLUTIONS, execute, fill_solutions, load  # noqa: E402
 
 

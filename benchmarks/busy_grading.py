@@ -30,7 +30,8 @@ import nbformat  # noqa: E402
 from nbformat.v4 import new_notebook  # noqa: E402
 
 from autograder.course import release  # noqa: E402
-from autograder.run.grading import Limits, grade  # noqa: E402
+from autograder.run import grade  # noqa: E402
+from autograder.sandbox.limits import Limits  # noqa: E402
 from tests.autograder.tiny import cell  # noqa: E402
 
 LESSON = "00_busy"

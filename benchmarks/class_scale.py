@@ -27,7 +27,8 @@ import nbformat  # noqa: E402
 
 from autograder.class_report import build_report  # noqa: E402
 from autograder.course import release  # noqa: E402
-from autograder.run.grading import Limits, grade  # noqa: E402
+from autograder.run import grade  # noqa: E402
+from autograder.sandbox.limits import Limits  # noqa: E402
 from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, load  # noqa: E402
 
 

@@ -26,8 +26,9 @@ sys.path[:0] = [str(REPO), str(REPO / "benchmarks")]
 
 from autograder_bench import make_class  # noqa: E402
 
-from autograder.run import cluster  # noqa: E402
-from autograder.run.grading import Limits, grade, submissions  # noqa: E402
+from autograder.course import submissions  # noqa: E402
+from autograder.run import cluster, grade  # noqa: E402
+from autograder.sandbox.limits import Limits  # noqa: E402
 from tests.nbtools import LESSONS  # noqa: E402
 
 
@@ -51,9 +52,8 @@ def main():
         client = cluster.connect("local:2")
         client.wait_for_workers(2)
         start = time.perf_counter()
-        results = cluster.grade_on_cluster(dask_course, [(p.lesson, p.student) for p in submissions(dask_course)], None,
-                                           limits=limits,
-                                           log=lambda *a: None, client=client)
+        results = cluster.grade_on_cluster(submissions(dask_course), None, limits=limits, log=lambda *a: None,
+                                           client=client)
         dask_s = time.perf_counter() - start
         client.close()
         client.cluster.close()

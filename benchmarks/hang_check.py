@@ -33,9 +33,9 @@ def lesson_path(name):
 
 def sandbox_settings(cwd):
     """The grader's sandbox settings, probed once (warnings printed)."""
-    from autograder.run import grading
     from autograder import sandbox
-    settings, warnings = sandbox.probe(grading.sandbox_settings(cwd, grading.Limits()))
+    from autograder.sandbox.limits import Limits
+    settings, warnings = sandbox.probe(sandbox.sandbox_settings(cwd, Limits()))
     for w in warnings:
         print(f"WARNING: {w}", flush=True)
     print(f"sandbox: {sandbox.attempt_name(settings)}", flush=True)

@@ -28,7 +28,7 @@ sys.path[:0] = [str(REPO)]
 from jupyter_client.manager import AsyncKernelManager  # noqa: E402
 
 from autograder import sandbox  # noqa: E402
-from autograder.run.grading import Limits, sandbox_settings  # noqa: E402
+from autograder.sandbox.limits import Limits  # noqa: E402
 
 
 async def start_once(make_km, cwd):
@@ -52,8 +52,8 @@ def main():
     parser.add_argument("-n", type=int, default=5, help="rounds")
     args = parser.parse_args()
     cwd = tempfile.mkdtemp(prefix="ag-bench-")
-    settings, warnings = sandbox.probe(sandbox_settings(cwd, Limits()))
-    without, more = sandbox.probe({**sandbox_settings(cwd, Limits()), "bwrap": False})
+    settings, warnings = sandbox.probe(sandbox.sandbox_settings(cwd, Limits()))
+    without, more = sandbox.probe({**sandbox.sandbox_settings(cwd, Limits()), "bwrap": False})
     for w in warnings + more:
         print(f"WARNING: {w}")
 

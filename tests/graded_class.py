@@ -20,7 +20,8 @@ import nbformat
 from autograder.collect import collect
 from autograder.export import export
 from autograder.feedback import generate_feedback
-from autograder.run.grading import Limits, grade
+from autograder.run import grade
+from autograder.sandbox.limits import Limits
 from tests.autograder import hostile
 from tests.nbtools import LESSONS, SOLUTIONS, fill_solutions, json_variable_cell, load, solution_ids
 
@@ -49,7 +50,7 @@ class GradedClass:
     course: Path
     students: dict      # {(lesson, student): (notebook or raw text, file name)}
     collected: object   # collect's report
-    results: dict       # {(lesson, student): grading.Result}
+    results: dict       # {(lesson, student): outcome.Outcome}
     grades_csv: Path
     summary: Path
     feedback: list      # feedback pages of the hostile students hostile.FEEDBACK_FOR

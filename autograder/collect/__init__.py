@@ -40,10 +40,10 @@ start to end; `limits` holds every cap.
 from .choose import Candidate
 from .entries import Entry, TooLarge
 from .naming import download_number, match_lesson, student_id
-from .place import MANIFEST, not_placed_summary, write_atomic
+from .place import MANIFEST, not_placed_summary
 from .roster import read_roster
 from .run import Collected, collect
 from .walk import read_collection
 
 __all__ = ["Candidate", "Collected", "Entry", "MANIFEST", "TooLarge", "collect", "download_number",
-           "match_lesson", "not_placed_summary", "read_collection", "read_roster", "student_id", "write_atomic"]
+           "match_lesson", "not_placed_summary", "read_collection", "read_roster", "student_id"]

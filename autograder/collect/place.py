@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from ..course import step_folder, step_notebook
-from ..files import write_atomic  # noqa: F401 (collect writes every file this way)
+from ..files import write_atomic  # collect writes every file this way
 from ..mdsafe import md_code
 from . import limits
 from .entries import NOT_OPENED, chunks, shown

@@ -12,7 +12,8 @@ from . import limits
 from .choose import Candidate, newer
 from .entries import junk, odd, read_small, shown
 from .naming import assign_ids, download_number, exchange_parts, match_lesson, nfc, parse_stamp, strip_wrappers
-from .place import MANIFEST, load_manifest, place, register, write_atomic
+from ..files import write_atomic
+from .place import MANIFEST, load_manifest, place, register
 from .roster import identifying_values, read_roster, roster_match
 from .walk import read_collection
 

@@ -9,15 +9,15 @@ could have produced it (HideHiddenTests, first in GenerateFeedback.preprocessors
   run printed: in that run, code in an ordinary cell after a test cell could read the
   executed hidden tests (from the kernel's history, say) and print them;
 * a graded test cell shows passed or failed, and when it failed the error's name (a Python
-  or course exception name, else "Error") and a message cut to MAX_MESSAGE characters,
-  never what student code printed or displayed during the test;
+  or course exception name, else "Error") and a message cut to MAX_MESSAGE characters
+  (shown.failure, which the class report reads too), never what student code printed or
+  displayed during the test;
 * the hidden-test regions are removed from the test cells' code (cells.without_hidden_tests: an
   unterminated region hides the rest of the cell);
 * Markdown cells show the student's own text, rendered and then sanitised with the page.
 """
 import base64
 import binascii
-import builtins
 import html
 import re
 
@@ -26,17 +26,12 @@ from nbgrader.preprocessors import NbGraderPreprocessor
 
 from .. import cells
 from ..course import lesson_notebook
+from ..shown import cut, failure, without_secrets
 
-MAX_MESSAGE = 600  # characters of a failed test's message shown to the student, "..." included (a diagnosis leads it)
 MAX_TEXT = 20_000  # characters of one submitted text output shown
 MAX_IMAGE = 2_000_000  # base64 characters of one submitted image shown
 MAX_OUTPUTS = 50  # submitted outputs shown per cell
 SAFE_MIME = ("text/plain", "text/html", "text/markdown", "text/latex", "image/png", "image/jpeg", "image/gif")
-# error names a failed test may show: Python's own exceptions and the course's (others become "Error": a class
-# name is chosen by whoever raises it, and student code can raise a class named after a hidden test)
-COURSE_ERRORS = {"ForbiddenCall", "CellTimeoutError", "DeadKernelError", "CellExecutionError"}
-PYTHON_ERRORS = {name for name, value in vars(builtins).items()
-                 if isinstance(value, type) and issubclass(value, BaseException)}
 PASSED = "Test passed.\n"
 HIDDEN_NOTE = "(the traceback is not shown: this test cell runs hidden tests)"
 
@@ -98,23 +93,6 @@ class _OwnOutputs:
         return self.ordered[position] if position < len(self.ordered) else None
 
 
-def _cut(text, limit):
-    text = str(text)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-def failure(outputs):
-    """(error name, message) of a failed test cell's outputs as feedback shows them (a Python or course error's
-    name, else "Error"; the message cut to MAX_MESSAGE), or None if it passed. The class report reads it too."""
-    errors = [o for o in outputs if o.get("output_type") == "error"]
-    if not errors:
-        return None
-    error = errors[0]
-    name = str(error.get("ename", ""))
-    name = name if name in PYTHON_ERRORS or name in COURSE_ERRORS else "Error"
-    return name, _cut(str(error.get("evalue", "")), MAX_MESSAGE)
-
-
 def _verdict(outputs, had_hidden):
     """A test cell's outcome: passed, or the error's name and a bounded message (the grader's error if any)."""
     shown = failure(outputs)
@@ -155,10 +133,10 @@ def _own_output(out):
     kind = out.get("output_type")
     if kind == "stream":
         return new_output("stream", name="stderr" if out.get("name") == "stderr" else "stdout",
-                          text=_cut(_text(out.get("text", "")), MAX_TEXT))
+                          text=cut(_text(out.get("text", "")), MAX_TEXT))
     if kind == "error":
-        return new_output("error", ename=_cut(out.get("ename", ""), 200), evalue=_cut(out.get("evalue", ""), MAX_TEXT),
-                          traceback=[_cut(t, MAX_TEXT) for t in list(out.get("traceback", []))[:200]])
+        return new_output("error", ename=cut(out.get("ename", ""), 200), evalue=cut(out.get("evalue", ""), MAX_TEXT),
+                          traceback=[cut(t, MAX_TEXT) for t in list(out.get("traceback", []))[:200]])
     if kind not in ("display_data", "execute_result"):
         return None
     data, metadata = {}, {}
@@ -174,7 +152,7 @@ def _own_output(out):
             if size:
                 metadata[mime] = size
         else:
-            value = _cut(value, MAX_TEXT)
+            value = cut(value, MAX_TEXT)
         data[mime] = value
     if not data:
         return None
@@ -197,9 +175,7 @@ def _decodes(value):
 
 def _scrub(out, secrets):
     def clean(text):
-        for secret in secrets:
-            text = text.replace(secret, "[hidden test]")
-        return text
+        return without_secrets(text, secrets)
     if "text" in out:
         out.text = clean(out.text)
     if "evalue" in out:

@@ -3,7 +3,7 @@ from nbgrader.preprocessors import DeduplicateIds as NbgraderDeduplicateIds
 from nbgrader.preprocessors import NbGraderPreprocessor
 
 from ..course import lesson_notebook
-from ..flags.structure import deleted_tests
+from ..flags import deleted_tests
 from ..job import event
 from ..restore import restore
 

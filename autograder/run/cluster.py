@@ -1,20 +1,23 @@
 """`grade --scheduler`: grade a class on a Dask cluster, with the same sandboxed worker as local grading.
 
-Each (lesson, student) becomes one Dask task that carries what it needs as data: the
-lesson's source and release notebooks, a gradebook holding the lesson but no student, the
-submitted files and the limits. On whichever Dask worker takes it, the task builds a
-private course directory in a temporary folder and calls `grading.grade` there: the same
-sandboxed kernel, the same flags, the same zero-and-flag for a submission that cannot be
-graded. It returns that one-submission gradebook, the autograded notebook and the report
-as data; the instructor's machine merges them into its own gradebook one at a time, as
-local grading does. Workers need the course's environment (a clone of this repository
-with its requirements installed) but no shared file system.
+Each submission (its course.SubmissionPaths) becomes one Dask task, a `Task` that carries what
+its grading reads as data: the lesson's source and release notebooks, a gradebook holding the
+lesson but no student, the submitted files and the limits. On whichever Dask worker takes it, the
+task builds a private course directory in a temporary folder and calls `grading.grade` there: the
+same sandboxed kernel, the same flags, the same zero-and-flag for a submission that cannot be
+graded, and that grade's own job.Job, made there (a Job names the folders of the machine that
+grades it, which the instructor's machine does not know). It returns a `Reply`: that
+one-submission gradebook, the autograded notebook and the outcome as data; the instructor's
+machine merges them into its own gradebook one at a time, as local grading does, through the
+submission's paths. Workers need the course's environment (a clone of this repository with its
+requirements installed) but no shared file system.
 
 Faults: a task whose worker dies is retried once on another worker (Dask's
 `allowed-failures`); a task that fails twice is entered with zero and flagged. A result is
 merged once, when its task completes; Ctrl-C cancels the rest, keeps what finished, and
 lists what was not graded.
 """
+import dataclasses
 import json
 import os
 import shutil
@@ -25,9 +28,11 @@ from pathlib import Path
 
 from . import grading
 from .. import sandbox
-from ..course import REPO, gradebook_path, sqlite_url, step_folder, step_notebook, submission_paths, work_folder
+from ..course import REPO, sqlite_url, submission_paths
 from ..gradebook import merge, record_failure
 from ..job import Finding, JobFolder
+from ..outcome import FAILED, GRADED, Outcome
+from ..sandbox.limits import Limits
 
 ALLOWED_FAILURES = 1  # a task is retried once when its worker dies, then recorded as failed
 _PROBED = {}  # what the sandbox can do on this worker: probed once per worker process, not per job
@@ -71,12 +76,12 @@ def _threads_per_kernel():
     return max(1, cores // max(1, slots))
 
 
-def _template_gradebook(course_root, lesson, folder):
+def _template_gradebook(paths, folder):
     """A copy of the course gradebook that keeps the lesson's definition (cells, points) and no student."""
     from nbgrader.api import Gradebook
     from sqlalchemy import text
-    path = Path(folder, f"{lesson}.db")
-    shutil.copyfile(gradebook_path(course_root), path)
+    path = Path(folder, f"{paths.lesson}.db")
+    shutil.copyfile(paths.gradebook, path)
     with Gradebook(sqlite_url(path)) as gb:
         for student in [s.id for s in gb.students]:
             gb.remove_student(student)
@@ -85,81 +90,94 @@ def _template_gradebook(course_root, lesson, folder):
     return path.read_bytes()
 
 
-def make_job(course_root, lesson, student, limits, template):
-    folder = step_folder(course_root, "submitted", lesson, student)
+@dataclasses.dataclass(frozen=True)
+class Task:
+    """One submission sent to a Dask worker: everything its grading reads, as data (no shared file system)."""
+    lesson: str
+    student: str
+    limits: Limits
+    gradebook: bytes     # the course gradebook with the lesson and no student
+    files: dict          # {path in the submission's folder: bytes}
+    source: bytes        # the lesson's instructor notebook
+    release: bytes       # the lesson's student notebook as released
+
+
+@dataclasses.dataclass(frozen=True)
+class Reply:
+    """What a Dask worker sends back: the outcome's record, the shard gradebook, the autograded files."""
+    outcome: dict        # outcome.Outcome.record(), or None when grading returned nothing
+    gradebook: bytes
+    autograded: dict     # {path in the autograded folder: bytes}
+    log: list
+    worker: str
+
+
+def make_task(paths, limits, gradebook):
+    """The Task of one submission (its course.SubmissionPaths)."""
+    folder = paths.submitted.parent
     files = {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
-    return dict(lesson=lesson, student=student, limits=limits.__dict__, gradebook=template, files=files,
-                source=step_notebook(course_root, "source", lesson).read_bytes(),
-                release=step_notebook(course_root, "release", lesson).read_bytes())
+    return Task(paths.lesson, paths.student, limits, gradebook, files, paths.source.read_bytes(),
+                paths.release.read_bytes())
 
 
-def grade_job(job):
-    """Runs on a Dask worker: grade one submission in a private course directory; return the results as data."""
-    lesson, student = job["lesson"], job["student"]
+def grade_task(task):
+    """Runs on a Dask worker: grade one submission in a private course directory; return a Reply."""
     log = []
     for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):  # as `grade --jobs N` does: kernels do not fight for cores
         os.environ.setdefault(name, str(_threads_per_kernel()))
     with tempfile.TemporaryDirectory(prefix="autograder-job-") as tmp:
-        course = Path(tmp, "course")
-        for kind, data in (("source", job["source"]), ("release", job["release"])):
-            step_folder(course, kind, lesson).mkdir(parents=True)
-            step_notebook(course, kind, lesson).write_bytes(data)
-        for name, data in job["files"].items():
-            target = step_folder(course, "submitted", lesson, student) / name
-            target.parent.mkdir(parents=True, exist_ok=True)
-            target.write_bytes(data)
-        gradebook_path(course).write_bytes(job["gradebook"])
-        results = grading.grade(course, [lesson], [student], jobs=1, limits=grading.Limits(**job["limits"]),
+        paths = submission_paths(Path(tmp, "course"), task.lesson, task.student)
+        given = [(paths.source, task.source), (paths.release, task.release), (paths.gradebook, task.gradebook)]
+        for path, data in given + [(paths.submitted.parent / name, data) for name, data in task.files.items()]:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_bytes(data)
+        results = grading.grade(paths.course, [task.lesson], [task.student], jobs=1, limits=task.limits,
                                 log=log.append, probe=_cached_probe)
-        autograded = step_folder(course, "autograded", lesson, student)
-        return dict(lesson=lesson, student=student, result=results[0].record() if results else None,
-                    gradebook=gradebook_path(course).read_bytes(), log=log, worker=socket.gethostname(),
-                    autograded={str(p.relative_to(autograded)): p.read_bytes()
-                                for p in sorted(autograded.rglob("*")) if p.is_file()} if autograded.exists() else {})
+        graded = paths.autograded
+        return Reply(results[0].record() if results else None, paths.gradebook.read_bytes(),
+                     {str(p.relative_to(graded)): p.read_bytes() for p in sorted(graded.rglob("*")) if p.is_file()}
+                     if graded.exists() else {}, log, socket.gethostname())
 
 
-def apply_reply(course_root, reply):
-    """On the instructor's machine: merge one task's gradebook, write its autograded notebook and report."""
-    lesson, student = reply["lesson"], reply["student"]
-    work = work_folder(course_root, lesson, student)
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    shard = JobFolder(work).gradebook
-    shard.write_bytes(reply["gradebook"])
-    result = grading.Result.from_record(reply["result"])
-    result.score, result.max_score, result.pending = merge(sqlite_url(shard), course_root, lesson, student)
-    target = step_folder(course_root, "autograded", lesson, student)
-    shutil.rmtree(target, ignore_errors=True)
-    for name, data in reply["autograded"].items():
-        Path(target, name).parent.mkdir(parents=True, exist_ok=True)
-        Path(target, name).write_bytes(data)
-    shutil.rmtree(work, ignore_errors=True)
+def apply_reply(paths, reply):
+    """On the instructor's machine: merge one task's gradebook into the course's, write its autograded notebook;
+    returns its outcome.Outcome (recorded by the caller, as local grading records one)."""
+    shutil.rmtree(paths.work, ignore_errors=True)
+    paths.work.mkdir(parents=True)
+    shard = JobFolder(paths.work).gradebook
+    shard.write_bytes(reply.gradebook)
+    result = Outcome.from_record(reply.outcome)
+    result.score, result.max_score, result.pending = merge(sqlite_url(shard), paths.course, paths.lesson,
+                                                           paths.student)
+    shutil.rmtree(paths.autograded, ignore_errors=True)
+    for name, data in reply.autograded.items():
+        Path(paths.autograded, name).parent.mkdir(parents=True, exist_ok=True)
+        Path(paths.autograded, name).write_bytes(data)
+    shutil.rmtree(paths.work, ignore_errors=True)
     return result
 
 
-def failed_result(course_root, lesson, student, error):
+def failed_outcome(paths, error):
     """A task that could not run (its workers died twice, or it raised): zero, flagged."""
-    result = grading.Result(lesson, student, status="failed", error=error)
-    result.score, result.max_score = record_failure(course_root, lesson, student)
+    result = Outcome(paths.lesson, paths.student, status=FAILED, error=error)
+    result.score, result.max_score = record_failure(paths.course, paths.lesson, paths.student)
     result.flags.append(Finding("grading", error.strip().splitlines()[-1] if error.strip() else "failed on the cluster"))
     return result
 
 
-def grade_cluster(course_root, lessons, students, scheduler, limits=grading.Limits(), log=print, force=False):
+def grade_cluster(course_root, lessons, students, scheduler, limits=Limits(), log=print, force=False):
     """`grade --scheduler`: the submissions `grade` would take (unchanged ones skipped unless force), on Dask."""
-    course_root = Path(course_root).resolve()
-    todo = [(paths.lesson, paths.student) for paths in grading.to_grade(course_root, lessons, students, force, log)]
+    todo = grading.to_grade(Path(course_root).resolve(), lessons, students, force, log)
     if not todo:
         return []
     log(f"grading {len(todo)} submission(s) on the Dask cluster at {scheduler}")
-    return grade_on_cluster(course_root, todo, scheduler, limits=limits, log=log)
+    return grade_on_cluster(todo, scheduler, limits=limits, log=log)
 
 
-def grade_on_cluster(course_root, todo, scheduler, limits=grading.Limits(), log=print, client=None):
-    """Grade [(lesson, student)] on a Dask cluster; merge each result as it arrives; return [Result]."""
+def grade_on_cluster(todo, scheduler, limits=Limits(), log=print, client=None):
+    """Grade [course.SubmissionPaths] on a Dask cluster; merge each outcome as it arrives; return [Outcome]."""
     from distributed import as_completed
     from tqdm.auto import tqdm
-    course_root = Path(course_root).resolve()
     own_client = client is None
     client = client or connect(scheduler)
     if client.dashboard_link:
@@ -167,21 +185,22 @@ def grade_on_cluster(course_root, todo, scheduler, limits=grading.Limits(), log=
     results, futures = [], {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
-            templates = {lesson: _template_gradebook(course_root, lesson, tmp) for lesson in sorted({l for l, _ in todo})}
-        for lesson, student in todo:
-            job = make_job(course_root, lesson, student, limits, templates[lesson])
-            # pure=False: a re-run of the same job must run again; retries come from allowed-failures
-            futures[client.submit(grade_job, job, pure=False, key=f"grade-{lesson}-{student}-{time.time_ns()}")] = (lesson, student)
+            one_per_lesson = {paths.lesson: paths for paths in todo}.values()
+            templates = {paths.lesson: _template_gradebook(paths, tmp) for paths in one_per_lesson}
+        for paths in todo:
+            task = make_task(paths, limits, templates[paths.lesson])
+            # pure=False: a re-run of the same task must run again; retries come from allowed-failures
+            key = f"grade-{paths.lesson}-{paths.student}-{time.time_ns()}"
+            futures[client.submit(grade_task, task, pure=False, key=key)] = paths
         bar = tqdm(total=len(futures), desc="grading", unit="nb")
         failed = 0
         for future in as_completed(futures):
-            lesson, student = futures.pop(future)
+            paths = futures.pop(future)
             try:
-                result = apply_reply(course_root, future.result())
+                result = apply_reply(paths, future.result())
             except Exception as e:  # noqa: BLE001: KilledWorker twice, a lost task: zero and a flag, never lost
-                result = failed_result(course_root, lesson, student, f"{type(e).__name__}: {e}")
-            failed += result.status != "graded"
-            paths = submission_paths(course_root, lesson, student)
+                result = failed_outcome(paths, f"{type(e).__name__}: {e}")
+            failed += result.status != GRADED
             results.append(grading.record_result(paths, result, lambda line: bar.write(line)))
             bar.update()
             bar.set_postfix(failed=failed, running=len(futures))
@@ -189,7 +208,7 @@ def grade_on_cluster(course_root, todo, scheduler, limits=grading.Limits(), log=
     except KeyboardInterrupt:  # as local grading does: keep what finished, name the rest, exit 130
         for future in futures:
             future.cancel()
-        left = sorted(futures.values())
+        left = sorted((paths.lesson, paths.student) for paths in futures.values())
         log(f"interrupted: {len(results)} graded and merged; not graded ({len(left)}): "
             + ", ".join(f"{l}/{s}" for l, s in left))
         raise grading.GradingInterrupted("SIGINT", results, left) from None

@@ -33,76 +33,29 @@ flagged, and the other students go on. SIGINT or SIGTERM stops every worker and 
 keeps what finished, and names the rest; a report per graded notebook (with its sha256)
 lets the next run skip what is done.
 """
-import hashlib
 import json
 import os
 import shutil
 import signal
 import threading
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
 
 import nbformat
 
-from .. import sandbox
+from .. import outcome, sandbox
 from ..kernel import verdicts
 from . import zygote
-from ..course import REPO, gradebook_path, sqlite_url, step_folders, step_notebook, step_root, submission_paths
+from ..course import REPO, gradebook_path, sqlite_url, step_root, submissions
 from ..flags import flag_submission
 from ..gradebook import mark_flagged, merge, record_failure
-from ..sandbox import sandbox_settings  # noqa: F401 (the public API)
+from ..job import FLAGGED, STARVED, Finding, Job, JobFolder, as_flag, pending_flags, read_events
+from ..outcome import FAILED, GRADED, INVALID, Outcome
 from ..sandbox.limits import Limits
-from .settings import grading_config  # noqa: F401 (the public API: grading_config)
-from ..job import FLAGGED, STARVED, Finding, Job, JobFolder, as_flag, findings, pending_flags, read_events
-
-
-@dataclass
-class Result:
-    lesson: str
-    student: str
-    status: str = "graded"        # graded | failed | invalid
-    score: float = 0.0
-    max_score: float = 0.0
-    seconds: float = 0.0
-    flags: list = field(default_factory=list)    # [Finding] for review: static, restored, and events' FLAGGED kinds
-    events: list = field(default_factory=list)   # [Finding] the worker wrote (job.EVENT_KINDS)
-    error: str = ""
-    submission: str = ""          # sha256 of the graded notebook: a re-run skips it while it is unchanged
-    pending: list = field(default_factory=list)  # test cells the grader could not run: left for manual grading
-
-    def record(self):
-        """The result as JSON data: its findings as records."""
-        return {**self.__dict__, "flags": [f.record() for f in self.flags], "events": [e.record() for e in self.events]}
-
-    @classmethod
-    def from_record(cls, record):
-        """A Result from record(); a finding that is not a well-formed record is dropped."""
-        return cls(**{**record, "flags": findings(record.get("flags")), "events": findings(record.get("events"))})
 
 
 # ---------------------------------------------------------------- the parent
-
-def submissions(course_root, lessons=None, students=None):
-    """[course.SubmissionPaths] for every submitted/<student>/<lesson>/ in the course: each submission's paths,
-    computed once here and carried by its job."""
-    found = []
-    for folder in step_folders(course_root, "submitted"):
-        student, lesson = folder.parent.name, folder.name
-        if folder.is_dir() and (not lessons or lesson in lessons) and (not students or student in students):
-            found.append(submission_paths(course_root, lesson, student))
-    return found
-
-
-def save_flags(paths, result):
-    """Mark the submission flagged in the gradebook (nbgrader's own flag) and write its report (atomically)."""
-    mark_flagged(paths.course, result.lesson, result.student, result.flags)
-    report = paths.report
-    report.parent.mkdir(parents=True, exist_ok=True)
-    partial = report.with_name(f".{report.name}.partial")
-    partial.write_text(json.dumps(result.record(), indent=1))
-    os.replace(partial, report)
-
 
 def check_submission(paths):
     """Static flags for one submission (its SubmissionPaths); raises ValueError when the notebook cannot be read."""
@@ -110,7 +63,7 @@ def check_submission(paths):
     if not path.exists():
         raise ValueError(f"no {path.name} in {folder} (found: {', '.join(p.name for p in folder.iterdir()) or 'nothing'})")
     from .. import size  # before nbformat reads it: refuses (ValueError "size: ...") or trims an absurd notebook
-    size_flags = size.check(paths.course, paths.lesson, paths.student)
+    size_flags = size.check(paths)
     try:
         submitted = nbformat.read(str(path), as_version=4)
         nbformat.validate(submitted)
@@ -129,10 +82,10 @@ def job_record(paths, gradebook_url, limits, settings):
 
 
 class _Running:
-    """One submission's job under way: its paths (course.SubmissionPaths), folder, worker and result."""
+    """One submission's job under way: its paths (course.SubmissionPaths), folder, worker and outcome."""
 
     def __init__(self, paths, limits, settings, threads, modules):
-        self.paths, self.result = paths, Result(paths.lesson, paths.student)
+        self.paths, self.result = paths, Outcome(paths.lesson, paths.student)
         self.folder = JobFolder(paths.work)
         shutil.rmtree(paths.work, ignore_errors=True)
         paths.work.mkdir(parents=True)
@@ -170,21 +123,21 @@ class _Running:
         r.seconds = round(time.monotonic() - self.start, 1)
         r.events = read_events(self.folder.events)
         reply = self.folder.result
-        outcome = json.loads(reply.read_text()) if reply.exists() else None
+        worker = json.loads(reply.read_text()) if reply.exists() else None
         if timed_out:
-            r.status, r.error = "failed", f"grading ran past the hard limit ({int(self.deadline - self.start)} s)"
-        elif outcome is None:
-            r.status, r.error = "failed", f"the grading worker died (exit {self.proc.returncode})"
-        elif not outcome["success"]:
-            r.status, r.error = "failed", (outcome["log"][-3000:] + "\n" + outcome["error"][-1000:])
-        if r.status == "graded":
+            r.status, r.error = FAILED, f"grading ran past the hard limit ({int(self.deadline - self.start)} s)"
+        elif worker is None:
+            r.status, r.error = FAILED, f"the grading worker died (exit {self.proc.returncode})"
+        elif not worker["success"]:
+            r.status, r.error = FAILED, (worker["log"][-3000:] + "\n" + worker["error"][-1000:])
+        if r.status == GRADED:
             r.score, r.max_score, r.pending = merge(self.db_url, self.paths.course, r.lesson, r.student)
         else:
             r.score, r.max_score = record_failure(self.paths.course, r.lesson, r.student)
             r.flags.append(Finding("grading", r.error.strip().splitlines()[-1] if r.error.strip() else r.status))
         r.flags += [as_flag(e) for e in r.events if e.kind in FLAGGED]
         r.flags += pending_flags(r.pending)
-        if r.status == "graded":
+        if r.status == GRADED:
             shutil.rmtree(self.paths.work, ignore_errors=True)
         return r
 
@@ -198,23 +151,9 @@ class GradingInterrupted(Exception):
                          + ", ".join(f"{lesson} {student}" for lesson, student in not_graded))
 
 
-def submission_digest(paths):
-    """sha256 of the submitted notebook (empty when absent): a report for the same digest means already graded."""
-    return hashlib.sha256(paths.submitted.read_bytes()).hexdigest() if paths.submitted.exists() else ""
-
-
-def already_graded(paths):
-    """True when the report says this very notebook was graded (or found invalid); a failed grading is retried."""
-    try:
-        r = json.loads(paths.report.read_text())
-    except (OSError, ValueError):
-        return False
-    return r.get("status") != "failed" and r.get("submission") == submission_digest(paths)
-
-
 def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log=print, force=False,
           probe=sandbox.probe):
-    """Autograde every submission in course_root/submitted (or those named); return [Result].
+    """Autograde every submission in course_root/submitted (or those named); return [outcome.Outcome].
 
     A submission already graded (its report names the same notebook digest) is skipped unless
     `force`. SIGINT or SIGTERM stops the workers and their kernels, keeps every grade that
@@ -224,9 +163,9 @@ def grade(course_root, lessons=None, students=None, jobs=1, limits=Limits(), log
     todo = to_grade(course_root, lessons, students, force, log)
     if not todo:
         return []
-    modules = setup_modules(course_root, {paths.lesson for paths in todo})
+    modules = setup_modules(todo)
     zygote.warm(min(max(1, jobs), len(todo)), modules)  # their imports run while the probe does
-    settings, sandbox_warnings = probe(sandbox_settings(course_root, limits))  # a Dask worker passes a cached probe
+    settings, sandbox_warnings = probe(sandbox.sandbox_settings(course_root, limits))  # a Dask worker: a cached probe
     for w in sandbox_warnings:
         log(f"WARNING: {w}")
     log(f"sandbox: {sandbox.attempt_name(settings)}; grading {len(todo)} submission(s) with {jobs} job(s)")
@@ -274,7 +213,7 @@ def to_grade(course_root, lessons, students, force, log):
     if not gradebook_path(course_root).exists():
         raise FileNotFoundError(f"no gradebook in {course_root}: run `python -m autograder release` first")
     todo = submissions(course_root, lessons, students)
-    done = [] if force else [paths for paths in todo if already_graded(paths)]
+    done = [] if force else [paths for paths in todo if outcome.already_graded(paths)]
     if done:
         log(f"skipping {len(done)} submission(s) already graded (--force regrades them)")
     todo = [t for t in todo if t not in done]
@@ -283,13 +222,13 @@ def to_grade(course_root, lessons, students, force, log):
     return todo
 
 
-def setup_modules(course_root, lessons):
-    """What the grader-side tests of `lessons` import (their set-up's imports, with zygote.preload's additions): the
-    workers' zygotes import it once."""
+def setup_modules(todo):
+    """What the grader-side tests of the lessons of `todo` ([course.SubmissionPaths]) import (their set-up's imports,
+    with zygote.preload's additions): the workers' zygotes import it once."""
     modules = set()
-    for lesson in sorted(lessons):
+    for source_path in sorted({paths.source for paths in todo}):
         try:
-            source = nbformat.read(str(step_notebook(course_root, "source", lesson)), as_version=4)
+            source = nbformat.read(str(source_path), as_version=4)
         except Exception:  # noqa: BLE001: the lesson's worker reports an unreadable source
             continue
         modules |= verdicts.LessonTests(source).modules()
@@ -301,7 +240,7 @@ def _start(paths, limits, settings, threads, modules, results, log):
     try:
         flags = check_submission(paths)
     except ValueError as e:
-        r = Result(paths.lesson, paths.student, status="invalid", error=str(e), flags=[Finding("invalid", str(e))])
+        r = Outcome(paths.lesson, paths.student, status=INVALID, error=str(e), flags=[Finding("invalid", str(e))])
         r.score, r.max_score = record_failure(paths.course, paths.lesson, paths.student)
         results.append(record_result(paths, r, log))
         return None
@@ -325,9 +264,11 @@ def _stop(signal_name, running, queue, results, log):
 
 
 def record_result(paths, result, log):
-    """Stamp, save (flags and report) and log one finished result; returns it."""
-    result.submission = submission_digest(paths)
-    save_flags(paths, result)
+    """Stamp, save and log one finished outcome: nbgrader's flag in the gradebook (formgrader shows it), the report
+    (outcome.write); returns it."""
+    result.submission = outcome.digest(paths)
+    mark_flagged(paths.course, result.lesson, result.student, result.flags)
+    outcome.write(paths, result)
     note = f" [{len(result.flags)} flag(s)]" if result.flags else ""
     note += f" [pending manual grading: {', '.join(result.pending)}]" if result.pending else ""
     log(f"{result.lesson} {result.student}: {result.status} {result.score:g}/{result.max_score:g} "

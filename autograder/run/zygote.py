@@ -37,9 +37,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 TARGET = "autograder.run.worker:main"  # what a worker runs: main(Path(job_file)) (job.py: the job protocol)
 # What every grading worker imports (found by comparing sys.modules before and after a job): nbgrader,
-# and, through jupyter_client's kernel spec lookup and nbgrader's gradebook, IPython, ipykernel and sqlite
-BASE = ("autograder.run.grading", "autograder.job", "autograder.run.worker", "autograder.preprocessors", "nbgrader.apps", "nbgrader.coursedir",
-        "IPython", "IPython.core.debugger", "ipykernel.kernelspec", "sqlite3", "sqlalchemy.dialects.sqlite")
+# and, through jupyter_client's kernel spec lookup and nbgrader's gradebook, IPython, ipykernel and sqlite; the
+# sandbox's kernel manager (the sandbox's face imports it when SandboxedExecute first names it)
+BASE = ("autograder.job", "autograder.run.worker", "autograder.preprocessors", "autograder.sandbox.manager",
+        "nbgrader.apps", "nbgrader.coursedir", "IPython", "IPython.core.debugger", "ipykernel.kernelspec", "sqlite3",
+        "sqlalchemy.dialects.sqlite")
 
 
 def preload(modules):

@@ -19,7 +19,8 @@ import nbformat
 import pytest
 
 from autograder import cells
-from autograder.run.grading import Limits, grade
+from autograder.run import grade
+from autograder.sandbox.limits import Limits
 from tests.autograder import tiny
 from tests.autograder.hostile import (FEEDBACK_FOR, KERNEL_PATCHES, QUICKEST, TEST_LESSONS, last_function_answer,
                                       graded_test_ids, without_demonstrations)

@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from autograder.class_report import build_report, check_of, point_biserial
-from autograder.run.grading import grade
+from autograder.run import grade
 from tests.autograder import tiny
 from tests.nbtools import fill_solutions, load, submit
 

@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from autograder.run.grading import Limits, grade
+from autograder.run import grade
+from autograder.sandbox.limits import Limits
 from autograder.sandbox import clock
 from tests.autograder import tiny
 from tests.nbtools import fill_solutions, load, submit

@@ -19,9 +19,9 @@ import pytest
 
 pytest.importorskip("distributed", reason="Dask is the optional extra `cluster`: pip install -e .[cluster]")
 
-from autograder.run import cluster  # noqa: E402
+from autograder.course import submission_paths, submissions  # noqa: E402
 from autograder.export import export  # noqa: E402
-from autograder.run.grading import submissions  # noqa: E402
+from autograder.run import GradingInterrupted, cluster  # noqa: E402
 from tests.autograder import tiny  # noqa: E402
 from tests.autograder.hostile import QUICKEST  # noqa: E402
 from tests.graded_class import LIMITS  # noqa: E402
@@ -115,8 +115,7 @@ def _flags_and_scores(results):
 def test_cluster_grades_equal_local_grades(released_course, graded_class, tmp_path, dask_cluster):
     lesson = QUICKEST
     course = _copy_of_students(released_course, graded_class, lesson, ON_CLUSTER, tmp_path / "course")
-    on_dask = cluster.grade_on_cluster(course, [(p.lesson, p.student) for p in submissions(course)],
-                                       dask_cluster["address"], limits=LIMITS,
+    on_dask = cluster.grade_on_cluster(submissions(course), dask_cluster["address"], limits=LIMITS,
                                        log=lambda *a: None)
     assert sorted(r.student for r in on_dask) == sorted(ON_CLUSTER)
     grades_csv, _ = export(course, course / "export", log=lambda *a: None)
@@ -131,7 +130,7 @@ def test_cluster_grades_equal_local_grades(released_course, graded_class, tmp_pa
 
 def test_worker_killed_mid_run_loses_no_grade(tiny_course, tmp_path, dask_cluster):
     course = _tiny_class(tiny_course, tmp_path)
-    todo = [(p.lesson, p.student) for p in submissions(course)]
+    todo = submissions(course)
     victim = dask_cluster["workers"][0]
 
     def kill_soon():
@@ -146,9 +145,10 @@ def test_worker_killed_mid_run_loses_no_grade(tiny_course, tmp_path, dask_cluste
     finally:
         killer.join()
         dask_cluster["workers"][0] = dask_cluster["start_worker"]("w0-restarted")
-    assert sorted((r.lesson, r.student) for r in results) == sorted(todo), "every submission exactly once"
+    assert sorted((r.lesson, r.student) for r in results) == sorted((p.lesson, p.student) for p in todo), \
+        "every submission exactly once"
     grades_csv, _ = export(course, course / "export", log=lambda *a: None)
-    assert sorted(s for s, *_ in _rows(grades_csv)) == sorted(s for _, s in todo), "one CSV row per student"
+    assert sorted(s for s, *_ in _rows(grades_csv)) == sorted(p.student for p in todo), "one CSV row per student"
     scores = _flags_and_scores(results)[1]
     assert scores["honest1"][1] == scores["honest1"][2] and scores["honest2"][1] == scores["honest2"][2]
 
@@ -157,7 +157,6 @@ def test_ctrl_c_under_a_scheduler_ends_as_local_grading_does(monkeypatch, tmp_pa
     """Ctrl-C while results arrive: the same GradingInterrupted as local grading (`grade` exits 130), naming
     what was not graded; it used to return normally (exit 0)."""
     import distributed
-    from autograder.run.grading import GradingInterrupted
 
     class Future:
         def cancel(self):
@@ -175,8 +174,8 @@ def test_ctrl_c_under_a_scheduler_ends_as_local_grading_does(monkeypatch, tmp_pa
 
     monkeypatch.setattr(distributed, "as_completed", interrupted)
     monkeypatch.setattr(cluster, "_template_gradebook", lambda *a: None)
-    monkeypatch.setattr(cluster, "make_job", lambda *a: {})
-    todo = [("01_x", "alice"), ("01_x", "bob")]
+    monkeypatch.setattr(cluster, "make_task", lambda *a: None)
+    todo = [submission_paths(tmp_path, "01_x", student) for student in ("alice", "bob")]
     with pytest.raises(GradingInterrupted) as stopped:
-        cluster.grade_on_cluster(tmp_path, todo, "tcp://nowhere:1", client=Client(), log=lambda line: None)
-    assert sorted(stopped.value.not_graded) == todo and stopped.value.results == []
+        cluster.grade_on_cluster(todo, "tcp://nowhere:1", client=Client(), log=lambda line: None)
+    assert sorted(stopped.value.not_graded) == [("01_x", "alice"), ("01_x", "bob")] and stopped.value.results == []

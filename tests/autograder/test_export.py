@@ -200,11 +200,11 @@ HOSTILE_FLAG = ('grader: <img src=x onerror=alert(1)> [click](javascript:alert(1
 def pending_course(tmp_path_factory):
     """A course where the grader could not run one test cell of `held`'s submission (needs manual grade), and
     `loud`'s report carries a flag that quotes hostile text."""
-    import json
-
     from nbgrader.api import Gradebook
 
-    from autograder.course import report_path
+    from autograder import outcome
+    from autograder.course import submission_paths
+    from autograder.job import findings
     root = tmp_path_factory.mktemp("pending")
     with Gradebook(f"sqlite:///{root / 'gradebook.db'}") as gb:
         gb.add_assignment(LESSON)
@@ -218,9 +218,9 @@ def pending_course(tmp_path_factory):
             grade = gb.find_grade("test_b", LESSON, LESSON, sid)
             grade.auto_score, grade.needs_manual_grade = b, b is None
         gb.db.commit()
-    report = report_path(root, LESSON, "loud")
-    report.parent.mkdir(parents=True)
-    report.write_text(json.dumps({"lesson": LESSON, "student": "loud", "flags": [HOSTILE_FLAG]}))
+    loud = submission_paths(root, LESSON, "loud")
+    loud.submitted.parent.mkdir(parents=True)
+    outcome.write(loud, outcome.Outcome(LESSON, "loud", flags=findings([HOSTILE_FLAG])))
     export(root, root / "export", log=lambda *_: None)
     return root / "export"
 

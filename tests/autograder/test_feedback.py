@@ -27,8 +27,8 @@ from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook, new_outp
 
 from autograder import feedback
 from autograder.feedback import CSP, SafeFeedbackExporter, sanitize_page
-from autograder.preprocessors import shown
-from autograder.preprocessors.shown import MAX_MESSAGE
+from autograder.preprocessors import hidehiddentests
+from autograder.shown import MAX_MESSAGE
 
 REPO = Path(__file__).resolve().parents[2]
 LESSON = "99_feedback_probe"
@@ -283,7 +283,7 @@ def test_a_test_cell_shows_only_passed_or_failed_with_a_bounded_message(course, 
         assert failed and len(failed.group(1)) == MAX_MESSAGE, failed
     else:  # the hidden line the message quoted is blanked
         assert "Error: failed: [hidden test]" in text
-    assert text.count(shown.HIDDEN_NOTE) == 1  # test_g failed; known from the source when graded without it
+    assert text.count(hidehiddentests.HIDDEN_NOTE) == 1  # test_g failed; known from the source when graded without it
     assert "Leak_" not in text
 
 
@@ -297,23 +297,24 @@ def test_the_page_opens_with_what_failed_and_its_message_escaped(course, which):
 
 
 def test_the_verdict_keeps_python_and_course_error_names_only():
-    out = shown._verdict([new_output("error", ename="AssertionError", evalue="y" * 1000, traceback=["t"])], True)
+    error = new_output("error", ename="AssertionError", evalue="y" * 1000, traceback=["t"])
+    out = hidehiddentests._verdict([error], True)
     assert out[0].ename == "AssertionError" and len(out[0].evalue) == MAX_MESSAGE and out[0].evalue.endswith("...")
-    assert out[0].traceback == [f"AssertionError: {out[0].evalue}", shown.HIDDEN_NOTE]
-    assert shown._verdict([new_output("error", ename="Hidden_assert_f_41", evalue="m", traceback=[])],
-                             False)[0].ename == "Error"
-    assert shown._verdict([], False)[0].text == shown.PASSED
+    assert out[0].traceback == [f"AssertionError: {out[0].evalue}", hidehiddentests.HIDDEN_NOTE]
+    assert hidehiddentests._verdict([new_output("error", ename="Hidden_assert_f_41", evalue="m", traceback=[])],
+                                    False)[0].ename == "Error"
+    assert hidehiddentests._verdict([], False)[0].text == hidehiddentests.PASSED
 
 
 def test_submitted_outputs_are_matched_by_id_then_by_position_among_non_test_cells():
     sub = new_notebook(cells=[new_code_cell("a", id="a", outputs=[new_output("stream", name="stdout", text="A")]),
                               _nbgrader(new_code_cell("t", id="t"), grade=True, grade_id="t", points=1),
                               new_code_cell("b", id="b", outputs=[new_output("stream", name="stdout", text="B")])])
-    own = shown._OwnOutputs(sub)
+    own = hidehiddentests._OwnOutputs(sub)
     assert own.find("b", 0).source == "b"  # by id, wherever it is
     assert own.find("renamed", 1).source == "b"  # else the second non-test code cell
     assert own.find(None, 2) is None
-    assert shown._OwnOutputs(None).find("a", 0) is None
+    assert hidehiddentests._OwnOutputs(None).find("a", 0) is None
 
 
 # --- the sanitiser -----------------------------------------------------------------------------------------
@@ -543,6 +544,6 @@ def test_malformed_submitted_outputs_are_dropped_not_fatal():
            {"output_type": "stream", "name": "stdout", "text": ["a", "b"]}, {"output_type": "weird"}, "not a dict",
            {"output_type": "display_data", "data": {"image/png": "not base64 !!"}},
            {"output_type": "display_data", "data": {"image/png": PNG}, "metadata": {"image/png": {"width": True}}}]
-    kept = [shown._own(o) for o in bad]
+    kept = [hidehiddentests._own(o) for o in bad]
     assert kept[0] is None and kept[1].text == "ab" and kept[2:5] == [None, None, None]
     assert kept[5].metadata == {}  # a width that is not a number is dropped

@@ -17,8 +17,8 @@ import nbformat
 import pytest
 
 from autograder import sandbox
-from autograder.sandbox import policy
-from autograder.run.grading import Limits, sandbox_settings
+from autograder.sandbox import policy, sandbox_settings
+from autograder.sandbox.limits import Limits
 from tests.autograder import tiny
 from tests.nbtools import REPO, SOLUTIONS, fill_solutions, load, submit
 from tests.prerequisites import require, why_no_full_sandbox

@@ -6,6 +6,7 @@ import nbformat
 import pytest
 
 from autograder import size
+from autograder.course import submission_paths
 
 LESSON = "01_demo"
 
@@ -52,7 +53,7 @@ def test_a_notebook_with_100000_extra_cells_keeps_every_answer_and_test_and_is_f
     course, path = _course(tmp_path, _padded(100_000))
     original = path.read_bytes()
     start = time.monotonic()
-    flags = size.check(course, LESSON, "ann")
+    flags = size.check(submission_paths(course, LESSON, "ann"))
     seconds = time.monotonic() - start
     print(f"size.check of 100,005 cells: {seconds:.1f} s")
     assert flags == ["size: the notebook has 100,005 cells (more than 500): graded with the 5 cells of the lesson "
@@ -66,13 +67,13 @@ def test_a_notebook_with_100000_extra_cells_keeps_every_answer_and_test_and_is_f
     assert trimmed.cells[3].source == "x0 = 0" and trimmed.cells[-3].source == "x494 = 494"  # the first added ones
     assert (course / "trimmed/ann" / LESSON / f"{LESSON}.ipynb").read_bytes() == original
     assert seconds < 60, seconds  # (nbformat alone took 16 s to read and validate it on a loaded 2-core machine)
-    assert size.check(course, LESSON, "ann") == flags  # graded again (--force): the same flag
+    assert size.check(submission_paths(course, LESSON, "ann")) == flags  # graded again (--force): the same flag
 
 
 def test_a_notebook_within_the_limits_is_left_as_it_is(tmp_path):
     course, path = _course(tmp_path, _padded(400))
     before = path.read_bytes()
-    assert size.check(course, LESSON, "ann") == []
+    assert size.check(submission_paths(course, LESSON, "ann")) == []
     assert path.read_bytes() == before and not (course / "trimmed").exists()
 
 
@@ -81,7 +82,7 @@ def test_a_notebook_over_the_byte_cap_is_refused_with_the_reason(tmp_path, monke
     monkeypatch.setattr(size, "MAX_NOTEBOOK_BYTES", 1000)
     with pytest.raises(ValueError, match=r"^size: the notebook is 0 MB, more than the 0 MB a submission may be: "
                                          r"not graded \(remove large outputs and submit again\)$"):
-        size.check(course, LESSON, "ann")
+        size.check(submission_paths(course, LESSON, "ann"))
 
 
 def test_huge_outputs_are_removed_and_a_huge_cell_is_emptied_the_rest_kept(tmp_path, monkeypatch):
@@ -89,7 +90,7 @@ def test_huge_outputs_are_removed_and_a_huge_cell_is_emptied_the_rest_kept(tmp_p
     nb.cells[1].source = "def f():\n    return 1\n" + "# padding\n" * 120_000  # 1.1 MiB of code in an answer
     nb.cells[2].outputs = [nbformat.v4.new_output("stream", name="stdout", text="y" * (21 << 20))]
     course, path = _course(tmp_path, nb)
-    flags = size.check(course, LESSON, "ann")
+    flags = size.check(submission_paths(course, LESSON, "ann"))
     assert flags == ["size: 21 MB of saved outputs (more than 20 MB) were removed; the code of cell 2 (more than 1 MB "
                      "each) was removed. The original is kept in trimmed/ann/01_demo/ (autograder/size.py gives the "
                      "limits)"]
@@ -100,11 +101,10 @@ def test_huge_outputs_are_removed_and_a_huge_cell_is_emptied_the_rest_kept(tmp_p
 
 def test_a_file_that_is_not_json_is_left_to_the_notebook_check(tmp_path):
     course, path = _course(tmp_path, "{ not json")
-    assert size.check(course, LESSON, "ann") == [] and path.read_text() == "{ not json"
+    assert size.check(submission_paths(course, LESSON, "ann")) == [] and path.read_text() == "{ not json"
 
 
 def test_check_submission_trims_before_it_reads_and_flags(tmp_path):
-    from autograder.course import submission_paths
     from autograder.run.grading import check_submission
     course, path = _course(tmp_path, _padded(2_000))
     flags = check_submission(submission_paths(course, LESSON, "ann"))

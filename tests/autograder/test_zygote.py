@@ -77,6 +77,7 @@ def test_a_zygote_imports_what_its_lessons_tests_import_and_no_more(tmp_path):
 def test_the_modules_of_a_grading_run_are_what_its_lessons_set_up_imports(tmp_path):
     import shutil
 
+    from autograder.course import submission_paths
     from autograder.run.grading import setup_modules
     from tests.autograder import tiny
     from tests.nbtools import LESSONS, SOLUTIONS
@@ -84,10 +85,12 @@ def test_the_modules_of_a_grading_run_are_what_its_lessons_set_up_imports(tmp_pa
         (tmp_path / "source" / lesson).mkdir(parents=True)
     tiny.write_lesson(tmp_path / "source" / tiny.LESSON / f"{tiny.LESSON}.ipynb")
     shutil.copy(SOLUTIONS / f"{LESSONS[0]}.ipynb", tmp_path / "source" / LESSONS[0])
-    assert setup_modules(tmp_path, [tiny.LESSON]) == ("numpy", "time")
-    modules = setup_modules(tmp_path, [LESSONS[0]])
+    def of(*lessons):
+        return [submission_paths(tmp_path, lesson, "ann") for lesson in lessons]
+    assert setup_modules(of(tiny.LESSON)) == ("numpy", "time")
+    modules = setup_modules(of(LESSONS[0]))
     assert {"torch", "torch._dynamo", "course_utils"} <= set(modules) and "numpy" not in modules
-    assert setup_modules(tmp_path, [LESSONS[0], "no_such_lesson"]) == modules, "a missing source is for its worker to report"
+    assert setup_modules(of(LESSONS[0], "no_such_lesson")) == modules, "a missing source is for its worker to report"
 
 
 def test_a_failing_job_reports_its_exit_status_and_traceback(tmp_path):

@@ -23,7 +23,7 @@ def _words(case):
 
 
 def _named(message, words):
-    from autograder.preprocessors.shown import MAX_MESSAGE
+    from autograder.shown import MAX_MESSAGE
     text = " ".join(message[:MAX_MESSAGE - 3].lower().split())
     return bool(words) and all(" ".join(w.lower().split()) in text for w in words)
 

@@ -18,7 +18,7 @@ import shutil
 import nbformat
 import pytest
 
-from autograder.run.grading import grade
+from autograder.run import grade
 from tests import browser as b
 from tests.full_run import selected_lessons
 from tests.graded_class import LIMITS
