@@ -116,7 +116,7 @@ def test_other_correct_answer_passes(verdicts, test_cells, lesson, name, test_id
 def named(failure, words):
     """Whether the part of a failure's message the student's feedback shows contains every one of `words` (case
     and spacing ignored)."""
-    from autograder.preprocessors.shown import MAX_MESSAGE
+    from autograder.shown import MAX_MESSAGE
     text = " ".join(failure.message[:MAX_MESSAGE - 3].lower().split())
     return all(" ".join(w.lower().split()) in text for w in words)
 
