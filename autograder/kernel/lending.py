@@ -209,10 +209,11 @@ class Lender:
         return reply["storages"]
 
     def _foreign(self, loaded):
-        """How many distinct values a launch loaded are foreign to the call: neither the call's inputs (as given, or
-        cast to another float dtype, as a launcher may), nor values an earlier launch of the call stored, nor 0 or
-        +-inf (a buffer filled with a constant). A result computed outside the kernels (numpy, an interpreter run
-        the meter never saw) and carried into the output by a kernel that copies it is foreign."""
+        """How many distinct values a launch loaded are foreign to the call, and not counted by an earlier launch of
+        it: neither the call's inputs (as given, or cast to another float dtype, as a launcher may), nor values an
+        earlier launch of the call stored, nor 0 or +-inf (a buffer filled with a constant). A result computed
+        outside the kernels (numpy, an interpreter run the meter never saw) and carried into the output by a kernel
+        that copies it is foreign."""
         import numpy as np
         import torch
         if self._known_values is None:
@@ -227,5 +228,7 @@ class Lender:
                 elif type(item) is dict:
                     stack += list(item.values())
             self._known_values = np.unique(np.concatenate(found))
-        known = np.concatenate([self._known_values, *self._launched])
-        return int((~np.isin(loaded[~np.isnan(loaded)], known)).sum())
+        loaded = loaded[~np.isnan(loaded)]
+        foreign = loaded[~np.isin(loaded, np.concatenate([self._known_values, *self._launched]))]
+        self._known_values = np.union1d(self._known_values, foreign)  # (counted once a call: D loaded by two kernels)
+        return int(foreign.size)
