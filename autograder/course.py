@@ -75,11 +75,6 @@ def report_path(course_root, lesson, student):
     return Path(course_root, REPORTS, lesson, f"{student}.json")
 
 
-def report_paths(course_root):
-    """Every report there is, sorted."""
-    return sorted(Path(course_root, REPORTS).glob("*/*.json"))
-
-
 def work_folder(course_root, lesson, student):
     """A grading worker's private scratch folder (its copy of the gradebook): <course>/.grading/<lesson>/<student>."""
     return Path(course_root, ".grading", lesson, student)

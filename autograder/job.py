@@ -120,7 +120,7 @@ class Finding(str):
         self.kind, self.text, self.cell = kind, text, cell
         return self
 
-    def __reduce__(self):  # pickled with its fields (a Result travels back from a Dask worker)
+    def __reduce__(self):  # pickled with its fields (an outcome travels back from a Dask worker)
         return Finding, (self.kind, self.text, self.cell)
 
     def record(self):

@@ -56,7 +56,7 @@ def test_a_submission_with_more_pending_cells_than_a_grader_fault_explains_is_fl
 
 
 def test_a_finding_survives_pickling_and_its_record_with_its_kind_and_cell():
-    """A Result carries its findings back from a Dask worker, pickled; a report holds them as records."""
+    """An outcome carries its findings back from a Dask worker, pickled; a report holds them as records."""
     import pickle
     found = job.Finding("grader", "the grader could not run test cell t", "t")
     for back in (pickle.loads(pickle.dumps(found)), job.Finding.from_record(json.loads(json.dumps(found.record())))):
