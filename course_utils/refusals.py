@@ -15,34 +15,18 @@ from .checks import refusal
 from . import processes
 
 
-# The aten operators that compute what each Python-level name a test may forbid computes ("x*": every operator
-# whose name starts with x). Whatever path reaches them (an alias, torch.ops.aten, a composite operator, a custom
-# op, another thread) ends in one of these. A name not listed stands for the aten operator of the same name.
-_PRODUCTS = ("matmul", "mm", "bmm", "addmm", "baddbmm", "addbmm", "mv", "addmv", "dot", "vdot", "inner", "outer",
-             "ger", "addr", "einsum", "tensordot", "linear", "bilinear", "_trilinear", "chain_matmul",
-             "linalg_multi_dot", "linalg_vecdot", "_addmm_activation", "_int_mm", "_sparse_mm", "_sparse_addmm",
-             "sspaddmm", "_sparse_sparse_matmul", "_scaled_mm")
-KERNELS = {
-    "scaled_dot_product_attention": ("scaled_dot_product_attention", "_scaled_dot_product_*"),
-    "multi_head_attention_forward": ("_native_multi_head_attention",),
-    "softmax": ("softmax", "_softmax", "_safe_softmax", "special_softmax"),
-    "log_softmax": ("log_softmax", "_log_softmax", "special_log_softmax"),
-    "logsumexp": ("logsumexp", "special_logsumexp"),
-    **{name: _PRODUCTS for name in ("matmul", "mm", "bmm", "baddbmm", "einsum")},
-}
-# the dispatch keys whose kernels compute (autograd and the Python keys only pass a call on)
-_COMPUTING_KEYS = ("CPU", "CUDA", "MPS", "XPU", "SparseCPU", "SparseCUDA", "SparseCsrCPU", "SparseCsrCUDA",
-                   "MkldnnCPU", "QuantizedCPU", "QuantizedCUDA", "NestedTensorCPU", "NestedTensorCUDA",
-                   "CompositeImplicitAutograd", "CompositeExplicitAutograd", "CompositeExplicitAutogradNonFunctional")
+from .refusal_table import COMPUTING_KEYS, KERNELS, LAUNCHER_OPS
 
 
-def _kernel_name_matches(op_name, short):
-    """True if the aten operator `op_name` (no overload) computes what the forbidden `short` name does."""
-    return any(op_name.startswith(p[:-1]) if p.endswith("*") else op_name == p for p in KERNELS.get(short, (short,)))
+def _kernel_name_matches(op_name, short, kernels=None):
+    """True if the aten operator `op_name` (no overload) computes what the forbidden `short` name does (by `kernels`,
+    a refusal table's KERNELS: the grader passes the one it sends with the request; else refusal_table's)."""
+    return any(op_name.startswith(p[:-1]) if p.endswith("*") else op_name == p
+               for p in (KERNELS if kernels is None else kernels).get(short, (short,)))
 
 
 @contextlib.contextmanager
-def forbidden_ops(*dotted_names, reason="this exercise asks you to build it yourself"):
+def forbidden_ops(*dotted_names, reason="this exercise asks you to build it yourself", kernels=None):
     """Refuse the named operators by what runs, not by the name they are bound to.
 
     A TorchFunctionMode sees every call of a torch function (an alias, a default argument, a
@@ -53,6 +37,7 @@ def forbidden_ops(*dotted_names, reason="this exercise asks you to build it your
 
     from .modes import EagerDispatchMode
     short = {d.rsplit(".", 1)[-1]: d for d in dotted_names}
+    table = dict(KERNELS if kernels is None else kernels)  # a copy: the table changed as data during a call is not this
     originals = []
     for dotted in dotted_names:
         module_name, attr = dotted.rsplit(".", 1)
@@ -75,7 +60,7 @@ def forbidden_ops(*dotted_names, reason="this exercise asks you to build it your
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):
             name = getattr(getattr(func, "overloadpacket", func), "__name__", "")
             for forbidden_short, dotted in short.items():
-                if _kernel_name_matches(name, forbidden_short):
+                if _kernel_name_matches(name, forbidden_short, table):
                     raise refusal(dotted, reason)
             return func(*args, **(kwargs or {}))
 
@@ -84,17 +69,21 @@ def forbidden_ops(*dotted_names, reason="this exercise asks you to build it your
 
 
 @contextlib.contextmanager
-def forbidden_in_every_thread(*dotted_names, reason="this exercise asks you to build it yourself"):
-    """Refuse the named operators' aten kernels for the whole process while the block runs.
+def forbidden_in_every_thread(*dotted_names, reason="this exercise asks you to build it yourself", kernels=None,
+                              keys=None):
+    """Refuse the named operators' aten kernels for the whole process while the block runs; yields intact(), True
+    while the refusal still holds (its kernels found where they were put: a call that destroyed or reset the
+    registration from inside, through a Library found by the garbage collector or weakref's finalizers, ended it).
 
     forbidden_ops' modes are per thread and can be switched off (torch._C.DisableTorchFunction, a popped mode
     stack); a kernel registered in PyTorch's dispatcher is reached from every thread, through custom ops and
     composite operators, whatever modes are on. The grader's kernel side wraps a forbidding request in both:
-    nothing but the student's call runs in that process meanwhile.
+    nothing but the student's call runs in that process meanwhile. kernels, keys: the refusal table's KERNELS and
+    COMPUTING_KEYS (the grader passes those it sends with the request; else refusal_table's).
     """
     import warnings
     if not dotted_names:
-        yield
+        yield lambda: True
         return
     if processes.child_processes():  # started before the call, it could compute what the call hands it
         raise refusal(dotted_names[0], "a process your code started earlier is still running, and while a test "
@@ -102,15 +91,27 @@ def forbidden_in_every_thread(*dotted_names, reason="this exercise asks you to b
     lib = torch.library.Library("aten", "IMPL")
     processes.install_process_guard()
     AMBIENT.no_new_processes.append(dotted_names[0])
+    table = tuple((k, tuple(v)) for k, v in (KERNELS if kernels is None else kernels).items())
     try:
         with warnings.catch_warnings():  # "Overriding a previously registered kernel": that is the point
             warnings.simplefilter("ignore")
-            for op, key, dotted in _computing_kernels(tuple(dotted_names)):
+            refused = _computing_kernels(tuple(dotted_names), table, tuple(COMPUTING_KEYS if keys is None else keys))
+            for op, key, dotted in refused:
                 lib.impl(op, functools.partial(_refused_kernel, dotted, reason), key)
-        yield
+        probe = next(((op, key) for op, key, _ in refused if _dispatch_line(op, key)), None)
+        expected = probe and _dispatch_line(*probe)
+        yield lambda: probe is None or _dispatch_line(*probe) == expected  # (one library: all its kernels or none)
     finally:
         AMBIENT.no_new_processes.pop()
         lib._destroy()
+
+
+def _dispatch_line(op, key):
+    """The line of PyTorch's dispatch table for aten operator `op` (with its overload) at dispatch key `key`: where
+    the kernel that runs there was registered, or "" where the table shows none for that key."""
+    prefix = key + ":"
+    return next((line for line in torch._C._dispatch_dump_table(f"aten::{op}").splitlines()
+                 if line.startswith(prefix)), "")
 
 
 def _refused_kernel(dotted, reason, *args, **kwargs):
@@ -118,28 +119,20 @@ def _refused_kernel(dotted, reason, *args, **kwargs):
 
 
 @functools.lru_cache(maxsize=64)
-def _computing_kernels(dotted_names):
-    """[(aten operator with overload, dispatch key, the forbidden name)] for every kernel that computes one of them."""
+def _computing_kernels(dotted_names, table, keys):
+    """[(aten operator with overload, dispatch key, the forbidden name)] for every kernel that computes one of them,
+    by `table` (KERNELS' items) at the dispatch keys `keys`."""
+    kernels = dict(table)
     shorts = {d.rsplit(".", 1)[-1]: d for d in dotted_names}
     found = []
     for full in torch._C._dispatch_get_all_op_names():
         if not full.startswith("aten::"):
             continue
         op = full[len("aten::"):]
-        dotted = next((d for s, d in shorts.items() if _kernel_name_matches(op.split(".")[0], s)), None)
+        dotted = next((d for s, d in shorts.items() if _kernel_name_matches(op.split(".")[0], s, kernels)), None)
         if dotted is not None:
-            found += [(op, key, dotted) for key in _COMPUTING_KEYS
-                      if torch._C._dispatch_has_kernel_for_dispatch_key(full, key)]
+            found += [(op, key, dotted) for key in keys if torch._C._dispatch_has_kernel_for_dispatch_key(full, key)]
     return found
-
-
-# What a launcher may do in PyTorch around its Triton kernels: make tensors, view them, copy or convert them.
-# Every other aten operator computes, and where an exercise asks a kernel to compute, it is refused.
-LAUNCHER_OPS = frozenset("""empty empty_like empty_strided new_empty new_empty_strided zeros zeros_like new_zeros ones
-    ones_like new_ones full full_like new_full fill_ zero_ scalar_tensor view _unsafe_view reshape _reshape_alias
-    as_strided expand expand_as permute transpose t unsqueeze squeeze select slice narrow split split_with_sizes unbind
-    chunk alias detach lift lift_fresh view_as flatten unflatten movedim clone contiguous copy_ _to_copy to
-    _copy_from _copy_from_and_resize resize_ set_ _local_scalar_dense is_nonzero""".split())
 
 
 @contextlib.contextmanager
@@ -159,10 +152,11 @@ def launcher_only(*also):
 
 @contextlib.contextmanager
 def allowed_ops(*also, reason="this exercise asks your Triton kernel to compute it; a launcher only allocates, "
-                               "views and copies tensors and launches kernels"):
-    """Refuse every aten operator but LAUNCHER_OPS and `also`, by what runs (a dispatch mode: any alias, any path)."""
+                               "views and copies tensors and launches kernels", launcher_ops=None):
+    """Refuse every aten operator but LAUNCHER_OPS (or the table `launcher_ops` the grader passes) and `also`, by what
+    runs (a dispatch mode: any alias, any path)."""
     from .modes import EagerDispatchMode
-    allowed = LAUNCHER_OPS | set(also)
+    allowed = frozenset(LAUNCHER_OPS if launcher_ops is None else launcher_ops) | set(also)
 
     class AllowOnly(EagerDispatchMode):
         def __torch_dispatch__(self, func, types, args=(), kwargs=None):

@@ -1,49 +1,44 @@
 """Runtime integrity check: what the grader still takes from the kernel is what it was when the kernel started.
 
-Verdicts are decided on the grader's side (verdicts.py): a patch in the kernel cannot change a
-comparison. Two things the grader does still take from the kernel's own code, inside each
-request: `cu.forbid` (course_utils.checks: torch function and dispatch modes that refuse the
-operators an exercise asks students to build) and the memory a call allocated
-(course_utils.memory's and course_utils.allocations' ledgers, and the profiler that watches the
-other threads meanwhile: in_kernel/watch.py). A kernel that rewrites them could use a forbidden operator or
-hide an allocation and still pass. This check is how the grader sees such a rewrite: it flags
-it for review (`integrity: ...`), the points stay as the tests gave them.
+Verdicts are decided on the grader's side (verdicts.py): a patch in the kernel cannot change a comparison. Two
+things the grader does still take from the kernel's own code, inside each request: `cu.forbid` (course_utils.checks:
+torch function and dispatch modes that refuse the operators an exercise asks students to build) and the memory a
+call allocated (course_utils.memory's and course_utils.allocations' ledgers, and the profiler that watches the other
+threads meanwhile: in_kernel/watch.py). A kernel that rewrites them could use a forbidden operator or hide an
+allocation and still pass. This check is how the grader sees such a rewrite: it flags it for review
+(`integrity: ...`), the points stay as the tests gave them.
 
-The grader (GradingExecute, preprocessors/execute.py) sends the kernel, right after it starts
-and before any notebook cell, a silent request (no history, no output, its answer in the
-execute reply's `user_expressions`) that records a descriptor of every watched object: its
-id, its type, and for Python functions a digest of the code and defaults and the ids of the
-functions it calls through its module globals. After each graded test cell it asks again and
-compares, in its own process. Watched:
+The grader (GradingExecute, preprocessors/execute.py) sends the kernel, right after it starts and before any
+notebook cell, a silent request (no history, no output, its answer in the execute reply's `user_expressions`) that
+records a descriptor of every watched object: its id, its type, and for Python functions a digest of the code and
+defaults and the ids of the functions it calls through its module globals. After each graded test cell it asks again
+and compares, in its own process. Watched:
 
-- every function and class of course_utils, and every method, property and private helper
-  each class defines (TensorMemory's ledger, forbid's modes);
+- every function and class of course_utils, and every method, property and private helper each class defines
+  (TensorMemory's ledger, forbid's modes);
 - torch's mode machinery: the function- and dispatch-mode stacks and the Mode base classes;
-- builtins, the numpy and torch comparison, reduction and attention functions, and
-  torch.Tensor's comparison and conversion methods: no verdict depends on them any more, but
-  replacing them is still an attempt an instructor wants to see;
+- builtins, the numpy and torch comparison, reduction and attention functions, and torch.Tensor's comparison and
+  conversion methods: no verdict depends on them any more, but replacing them is an attempt worth seeing;
 - the names the source notebook imports (`cu`, `np`, `F`, ...): they must still be the modules;
-- IPython's execution path: run_cell, run_code, showtraceback, input and AST transformers,
-  the compiler, custom exception handlers, and trace/profile hooks.
+- IPython's execution path: run_cell, run_code, showtraceback, input and AST transformers, the compiler, custom
+  exception handlers, and trace/profile hooks.
 
-What it need not see: code that leaves these objects alone and works around them (a forbidden
-operator run in a thread, a process or a custom op, or between torch's disable guards). Inside a
-grading kernel, forbid also replaces the operator's kernels in PyTorch's dispatcher for every
-thread and refuses new processes for the call's duration (course_utils.checks.
-forbidden_in_every_thread), and the static `escape` flag (flags/code.py) names such code.
+What it need not see: code that leaves these objects alone and works around them (a forbidden operator run in a
+thread, a process or a custom op, or between torch's disable guards). Inside a grading kernel, forbid also replaces
+the operator's kernels in PyTorch's dispatcher for every thread and refuses new processes for the call's duration
+(course_utils.refusals.forbidden_in_every_thread), and the static `escape` flag (flags/code.py) names such code.
 
-A hostile kernel runs in the same process as the check, so it can always fake an answer;
-the design makes that deliberate work rather than an accident of a patch: the check's code
-is sent fresh each time (nothing stored in the kernel to replace), with a random token per
-request that the answer must echo, and the grader compares against the values the kernel
-gave before any student code ran.
+A hostile kernel runs in the same process as the check, so it can always fake an answer; the design makes that
+deliberate work: the check's code is sent fresh each time, runs with the built-ins C made (transport.with_c_builtins:
+a `__builtins__` dict subclass gets no answer), writes with `repr` and digests with `hash` (no json or hashlib to
+patch), echoes a random token per request, and is compared with the kernel's answer before any student code ran.
 """
 import ast
-import json
 import secrets
 
 from .. import cells
 from ..cell_code import parse  # a cell's AST as IPython runs it; None when it does not parse
+from .transport import c_made_builtins, with_c_builtins
 
 BUILTINS = ("abs all any bool callable compile dict enumerate eval exec float getattr hasattr id int isinstance "
             "issubclass iter len list max min next range repr round setattr sorted str sum tuple type zip "
@@ -89,18 +84,21 @@ WATCHED = [f"builtins.{name}" for name in BUILTINS] + [
     "contextlib._GeneratorContextManager.__enter__", "contextlib._GeneratorContextManager.__exit__",
     "ipykernel.zmqshell.ZMQInteractiveShell._showtraceback", "ipykernel.ipkernel.IPythonKernel.do_execute",
     "ipykernel.kernelbase.Kernel.execute_request", "IPython.core.compilerop.CachingCompiler.__call__",
-    "IPython.core.compilerop.CachingCompiler.ast_parse"]
+    "IPython.core.compilerop.CachingCompiler.ast_parse", "ipykernel.kernelbase.Kernel.get_parent",  # a sealed answer
+    "jupyter_client.session.Session.send", "jupyter_client.session.Session.serialize"]
 IMPORTS = ["marshal", "binascii", "importlib.util", "contextlib", "numpy", "numpy.testing", "numpy.linalg", "torch", "torch.testing", "torch.nn", "torch.nn.functional",
            "torch.overrides", "torch.utils._python_dispatch", "torch.library", "math", "course_utils", "course_utils.memory", "course_utils.allocations", "torch.autograd.profiler", "IPython.core.interactiveshell", "IPython.core.compilerop", "ipykernel.zmqshell",
-           "ipykernel.ipkernel"]
+           "ipykernel.ipkernel", "ipykernel.kernelbase", "jupyter_client.session"]
 MAX_ANSWER_CHARS = 8 * 2**20  # the check's answer is a few hundred kilobytes
 WATCHED_PACKAGE = "course_utils"  # every function and class it defines is watched
 
 # Runs in the kernel, in a fresh namespace (nothing a cell can shadow); reads SPEC, NONCE, MODE; writes OUT.
 KERNEL_CODE = r'''
-import builtins, hashlib, importlib, json, sys, types
+import builtins, importlib, sys
 
-spec = json.loads(SPEC)
+FunctionType, BuiltinFunctionType, ModuleType = type(lambda: 0), type(len), type(sys)  # (`types` a cell can change)
+CodeType, MethodType = type((lambda: 0).__code__), type(type("M", (), {"m": lambda self: 0})().m)
+spec = SPEC
 MEMBER_DUNDERS = ("__init__", "__call__", "__enter__", "__exit__", "__torch_function__", "__torch_dispatch__")
 if MODE == "baseline":
     for name in spec["imports"]:
@@ -112,12 +110,12 @@ if MODE == "baseline":
     for modname in sorted(m for m in list(sys.modules) if m == package or m.startswith(package + ".")):
         module = sys.modules[modname]
         for attr, value in sorted(vars(module).items()):
-            if not attr.startswith("__") and isinstance(value, (type, types.FunctionType)) \
+            if not attr.startswith("__") and isinstance(value, (type, FunctionType)) \
                     and (getattr(value, "__module__", None) or "").split(".")[0] == package:
                 spec["paths"].append(modname + "." + attr)
                 if isinstance(value, type):  # its own methods and helpers: the ledger's _count, a mode's hooks
                     for member, v in sorted(vars(value).items()):
-                        if isinstance(v, (types.FunctionType, staticmethod, classmethod, property)) and \
+                        if isinstance(v, (FunctionType, staticmethod, classmethod, property)) and \
                                 (not member.startswith("__") or member in MEMBER_DUNDERS):
                             spec["paths"].append(modname + "." + attr + "." + member)
 
@@ -138,7 +136,7 @@ def resolve(path):
                     break
             else:
                 return None, "missing"
-        elif isinstance(obj, types.ModuleType) and name in vars(obj):
+        elif isinstance(obj, ModuleType) and name in vars(obj):
             obj = vars(obj)[name]
         else:
             return None, "missing"
@@ -152,7 +150,7 @@ def plain(value):
 def codes(code):
     yield code
     for const in code.co_consts:
-        if isinstance(const, types.CodeType):
+        if isinstance(const, CodeType):
             yield from codes(const)
 
 
@@ -161,7 +159,7 @@ def code_text(code):
     parts = [code.co_code.hex(), repr(code.co_names), repr(code.co_varnames), repr(code.co_freevars),
              repr((code.co_flags, code.co_argcount, code.co_kwonlyargcount))]
     for const in code.co_consts:
-        parts.append(code_text(const) if isinstance(const, types.CodeType) else
+        parts.append(code_text(const) if isinstance(const, CodeType) else
                      repr(const) if isinstance(const, (int, float, complex, str, bytes, tuple, frozenset, type(None)))
                      else type(const).__name__)
     return "|".join(parts)
@@ -175,18 +173,16 @@ def describe(obj):
     except Exception:
         d["name"] = "?"
     f = obj.fget if isinstance(obj, property) else obj
-    f = f.__func__ if isinstance(f, (staticmethod, classmethod, types.MethodType)) else f
-    if isinstance(f, types.FunctionType):
-        digest = hashlib.sha256(code_text(f.__code__).encode())
-        digest.update(repr([plain(v) for v in (f.__defaults__ or ())]).encode())
-        digest.update(repr(sorted((k, plain(v)) for k, v in (f.__kwdefaults__ or {}).items())).encode())
-        d["code"] = digest.hexdigest()[:20]
+    f = f.__func__ if isinstance(f, (staticmethod, classmethod, MethodType)) else f
+    if isinstance(f, FunctionType):
+        d["code"] = hash((code_text(f.__code__), repr([plain(v) for v in (f.__defaults__ or ())]),
+                          repr(sorted((k, plain(v)) for k, v in (f.__kwdefaults__ or {}).items()))))
         calls = {}
         for code in codes(f.__code__):
             for n in code.co_names:
                 v = f.__globals__.get(n)
-                if v is not None and (isinstance(v, (types.FunctionType, types.BuiltinFunctionType, type,
-                                                     types.ModuleType))):
+                if v is not None and (isinstance(v, (FunctionType, BuiltinFunctionType, type,
+                                                     ModuleType))):
                     calls[n] = id(v)
         for n, cell in zip(f.__code__.co_freevars, f.__closure__ or ()):
             try:
@@ -234,12 +230,14 @@ for path in spec["paths"]:
     root = sys.modules.get(path.split(".")[0])
     if getattr(root, "__file__", None):
         roots[path.split(".")[0]] = root.__file__.rsplit("/", 1)[0] + "/"
-OUT = json.dumps({"nonce": NONCE, "paths": spec["paths"], "objects": objects, "shell": shell, "roots": roots})
+OUT = repr({"nonce": NONCE, "paths": spec["paths"], "objects": objects, "shell": shell, "roots": roots})
 '''
 
+CHECK_BUILTINS = c_made_builtins(compile(KERNEL_CODE, "<integrity>", "exec"))  # as C made them, or the answer is:
+TAMPERED = "the kernel's built-ins were not what C made (`__builtins__` or builtins replaced): the check did not run"
 SHELL_METHODS = ("run_cell", "run_cell_async", "run_ast_nodes", "run_code", "showtraceback", "_showtraceback",
                  "user_expressions", "transform_cell", "transform_ast", "ev", "ex", "compile")
-KERNEL_METHODS = ("do_execute", "execute_request", "send_response")
+KERNEL_METHODS = ("do_execute", "execute_request", "send_response", "get_parent")
 
 
 class Watch:
@@ -257,8 +255,9 @@ class Watch:
         paths = self.baseline["paths"] if self.baseline else list(WATCHED)
         spec = dict(paths=paths, imports=IMPORTS, package=WATCHED_PACKAGE, names=self.names, builtins=self.builtins,
                     shell_methods=SHELL_METHODS, kernel_methods=KERNEL_METHODS)
-        ns = dict(CODE=KERNEL_CODE, SPEC=json.dumps(spec), NONCE=nonce, MODE=mode)
-        return nonce, f"(lambda d: (exec(d['CODE'], d), d['OUT'])[1])({ns!r})"
+        ns = dict(CODE=KERNEL_CODE, SPEC=spec, NONCE=nonce, MODE=mode)
+        body = f"(lambda d: (B['exec'](d['CODE'], d), d['OUT'])[1])({{**{ns!r}, '__builtins__': B}})"
+        return nonce, with_c_builtins(body, CHECK_BUILTINS, TAMPERED)
 
     def parse(self, nonce, reply):
         """The kernel's answer as a dict; raises ValueError when the reply is not a genuine answer."""
@@ -271,11 +270,13 @@ class Watch:
         if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
             raise ValueError("no answer, or an answer too large")
         try:
-            answer = json.loads(ast.literal_eval(text))
-        except (KeyError, ValueError, SyntaxError, TypeError) as e:
+            answer = ast.literal_eval(text)
+            answer = ast.literal_eval(answer) if answer != TAMPERED else answer
+        except (KeyError, ValueError, SyntaxError, TypeError, MemoryError, RecursionError) as e:
             raise ValueError(f"an unreadable answer ({type(e).__name__})") from None
-        if answer.get("nonce") != nonce:
-            raise ValueError("an answer without this request's token (not produced by the grader's check)")
+        if type(answer) is not dict or answer.get("nonce") != nonce:
+            raise ValueError(TAMPERED if answer == TAMPERED else
+                             "an answer without this request's token (not produced by the grader's check)")
         return answer
 
     def _library_wrapper(self, path, before, now):

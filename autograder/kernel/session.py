@@ -16,7 +16,7 @@ import numpy as np
 from . import crashes, in_kernel
 from .codec import decode, readable_in_any_course_kernel
 from .lending import Lender, LendThis, no_modes
-from .wire import BUILTIN_ERRORS, MAX_ANSWER_CHARS, GraderSideError
+from .wire import BUILTIN_ERRORS, MAX_ANSWER_CHARS, GraderSideError, KernelRefused, NoAnswer
 
 
 @dataclasses.dataclass
@@ -128,7 +128,15 @@ class Session(Lender):
         return text, resident
 
     def _read(self, text, label):
-        """The answer as a dict; a claim that the kernel could not read the request is the student's."""
+        """The answer as a dict; a claim that the kernel could not read the request is the student's, and so is a
+        kernel that replied with no answer of the grader's own code (the transport's NoAnswer: wire.KernelRefused)."""
+        if type(text) is NoAnswer:
+            self.notes.append(f"the grader's request for {str(label)[:80]} {text.why}: charged to the submission (what "
+                              "its code installed or replaced in the kernel stopped or rewrote the grader's requests)")
+            raise KernelRefused(f"{label}: the grader's request {text.why}. Something your notebook installed or "
+                                "replaced in the kernel (an audit hook, Python's built-ins, IPython's formatters or its "
+                                "execution machinery) stops or rewrites the grader's requests: restart the kernel and "
+                                "leave them alone")
         if not isinstance(text, str) or len(text) > MAX_ANSWER_CHARS:
             raise GraderSideError("no answer, or an answer too large")
         try:
@@ -154,6 +162,13 @@ class Session(Lender):
             raise AssertionError(f"{name}: the grader's channel into your kernel found Python's own functions "
                                  "replaced (builtins, pickle, binascii or marshal), so no answer of this "
                                  "kernel can be trusted; restart the kernel and leave them alone")
+        if kind == "Unrefused":
+            switched = request.forbidden[0] if request.forbidden else "the launcher's allow-list"
+            self.notes.append(f"while {str(name)[:80]} ran, its code switched off the refusal of {switched} (a refusal "
+                              "block exited or its kernels unregistered during the call): the call was refused")
+            raise ForbiddenCall(f"{name}: while your code ran, the grader's refusal of {switched} was switched off "
+                                "(a block exited early, or its kernels unregistered), so the call is refused: build it "
+                                "yourself and leave the refusal alone.")
         if self._launch_refusal is not None:
             raise AssertionError(f"{name}: the grader cannot run your kernel as a Triton kernel: "
                                  f"{self._launch_refusal}. A kernel may use tl.*, other @triton.jit functions, "

@@ -17,7 +17,7 @@ import time
 import types
 
 from . import in_kernel
-from .wire import MAX_ANSWER_CHARS, GraderSideError
+from .wire import MAX_ANSWER_CHARS, GraderSideError, NoAnswer
 
 STUB = in_kernel.SOURCE  # the kernel's side, one program
 
@@ -52,9 +52,16 @@ def kernel_expression(payload):
 
 
 # T is `type` and F the built-in function type, both reached from literals; g(value, name) keeps a value only
-# if C made it as that name; B the stub's built-ins; m, a, c: marshal.loads, binascii.a2b_base64, compile
+# if C made it as that name (a function, or a class of builtins: BaseException swapped for ZeroDivisionError is not
+# BaseException); B the stub's built-ins; m, a, c: marshal.loads, binascii.a2b_base64, compile
 _C_MADE = ("(lambda v, n: v if ((T(v) is F and v.__name__ == n) or (T(v) is T and "
-           "T.__dict__['__flags__'].__get__(v) & 256 and v.__module__ == 'builtins')) else None)")
+           "T.__dict__['__flags__'].__get__(v) & 256 and T.__dict__['__name__'].__get__(v) == n and "
+           "T.__dict__['__module__'].__get__(v) == 'builtins')) else None)")
+# where the names are looked up: `__builtins__` as an exact dict, or a module (an immutable C type named module); a
+# dict subclass (whose look-ups its own code answers) or any other object gives none
+_BUILTINS_OF = ("(b.get(n) if T(b) is {}.__class__ else b.__dict__.get(n) if "
+                "T.__dict__['__flags__'].__get__(T(b)) & 256 and T.__dict__['__name__'].__get__(T(b)) == 'module' "
+                "else None)")
 
 
 _ENTRY = (
@@ -65,8 +72,24 @@ _ENTRY = (
     "({'__name__': '__autograder_rpc__', '__builtins__': B}))"
     "(g(B['__import__']('marshal').__dict__.get('loads'), 'loads'), "
     "g(B['__import__']('binascii').__dict__.get('a2b_base64'), 'a2b_base64')))"
-    "({n: g(b.get(n) if T(b) is {}.__class__ else b.__dict__.get(n), n) for n in %(names)r}))"
+    "({n: g(" + _BUILTINS_OF + ", n) for n in %(names)r}))"
     "(" + _C_MADE + "))((0).__class__.__class__, (0).__class__.__class__([].append), __builtins__)")
+
+
+def with_c_builtins(body, names, tampered):
+    """An expression that evaluates `body` (an expression that may use B, {name: built-in}) with B holding the
+    built-ins `names` as C made them, taken from the kernel's `__builtins__` (an exact dict or a module), or is
+    `tampered` when any of them is not: what the integrity check runs through (integrity.Watch.request)."""
+    return ("(lambda T, F, b: (lambda g: (lambda B: " + repr(tampered) + " if None in B.values() else " + body + ")"
+            "({n: g(" + _BUILTINS_OF + ", n) for n in " + repr(tuple(names)) + "}))(" + _C_MADE + "))"
+            "((0).__class__.__class__, (0).__class__.__class__([].append), __builtins__)")
+
+
+def c_made_builtins(code):
+    """The built-in names a code object uses that C made under that name (the functions and classes a kernel's
+    `__builtins__` must hold as they are)."""
+    return tuple(sorted(n for n in _builtins_used(code) if isinstance(vars(builtins)[n], type) or
+                        (type(vars(builtins)[n]) is types.BuiltinFunctionType and vars(builtins)[n].__name__ == n)))
 
 
 def _builtins_used(code):
@@ -83,8 +106,7 @@ def _builtins_used(code):
 _STUB_CODE = in_kernel.CODE
 _STUB_SOURCE = base64.b64encode(STUB.encode()).decode()
 _STUB_COMPILED = base64.b64encode(marshal.dumps(_STUB_CODE)).decode()
-_STUB_BUILTINS = tuple(sorted(n for n in _builtins_used(_STUB_CODE) if isinstance(vars(builtins)[n], type) or
-                              (type(vars(builtins)[n]) is types.BuiltinFunctionType and vars(builtins)[n].__name__ == n)))
+_STUB_BUILTINS = c_made_builtins(_STUB_CODE)
 
 
 def silent_request(kc, get_shell_msg, code, expressions, deadline, on_timeout=None, is_alive=None, questions=None):
@@ -150,9 +172,15 @@ def kernel_transport(kc, get_shell_msg, deadline, on_timeout=None, is_alive=None
     """A transport over a jupyter KernelClient: one silent execute per request (silent_request).
 
     A question about a lent object comes as an input_request on the stdin channel
-    (get_stdin_msg(timeout), raises queue.Empty), and its answer goes back as the input_reply.
+    (get_stdin_msg(timeout), raises queue.Empty), and its answer goes back as the input_reply. With a stdin
+    channel the answer is the one the kernel's side sent there, sealed, before the request ended (in_kernel's
+    _sealer): what a kernel shows as the expression's value (IPython's formatters, its execution machinery) is
+    never read, and a reply without exactly one sealed answer is a NoAnswer (the kernel's doing, never the
+    grader's: wire.KernelRefused). Without one, the value of the expression is the answer, as before.
     """
     def transport(payload, answer_callback):
+        sealed = []
+
         def questions(msg_id):
             def converse(reply):
                 """Send `reply` to the kernel's question; the kernel's next prompt (this request's)."""
@@ -167,20 +195,72 @@ def kernel_transport(kc, get_shell_msg, deadline, on_timeout=None, is_alive=None
 
             asked = False
             while (prompt := _prompt(get_stdin_msg, msg_id, 0)) is not NO_PROMPT:
+                if _sealed_text(prompt) is not None:  # the answer: sent from inside the request, awaits no reply
+                    sealed.append(_sealed_text(prompt))
+                    continue
                 kc.input(answer_callback(prompt, converse))
                 asked = True
             return asked
 
         reply = silent_request(kc, get_shell_msg, "", {"answer": kernel_expression(payload)}, deadline,
                                on_timeout, is_alive, questions if get_stdin_msg is not None else None)
+        if get_stdin_msg is not None:
+            return _sealed_answer(reply, sealed, get_stdin_msg, deadline)
         text, answer = expression_text(reply, "answer", 2 * MAX_ANSWER_CHARS + 16), None  # (a repr escapes some)
         if text is not None:
-            try:
-                answer = ast.literal_eval(text)
-            except (ValueError, SyntaxError, MemoryError, RecursionError):
-                pass
+            answer = _literal(text)
         if not isinstance(answer, str):  # no answer set, or not one we can read: never the student's error
             raise GraderSideError("the kernel gave no readable answer to the grader's request")
         return answer
 
     return transport
+
+
+def _literal(text):
+    try:
+        return ast.literal_eval(text)
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+
+
+def _sealed_text(prompt):
+    """The answer a stdin prompt carries if it is a sealed answer (in_kernel.SEALED), else None."""
+    if not isinstance(prompt, str) or not prompt.startswith(in_kernel.SEALED) or len(prompt) > 3 * MAX_ANSWER_CHARS:
+        return None
+    try:
+        message = json.loads(prompt)
+    except ValueError:
+        return None
+    return message.get("text") if type(message) is dict and isinstance(message.get("text"), str) else None
+
+
+SEAL_WAIT = 10  # seconds a sealed answer may trail the execute reply (it was sent first, on another channel)
+
+
+def _sealed_answer(reply, sealed, get_stdin_msg, deadline):
+    """The request's answer: its one sealed answer, the kernel's own "Tampered" (the entry refused to run: it says
+    so itself, unsealed), else a NoAnswer saying what the kernel did instead."""
+    msg_id = reply.get("parent_header", {}).get("msg_id")
+    end = min(time.monotonic() + SEAL_WAIT, max(deadline(), time.monotonic() + 1))
+    while True:
+        prompt = _prompt(get_stdin_msg, msg_id, 0 if sealed else min(0.05, max(0.0, end - time.monotonic())))
+        if prompt is not NO_PROMPT and _sealed_text(prompt) is not None:
+            sealed.append(_sealed_text(prompt))
+        elif sealed or time.monotonic() >= end:
+            break
+    if len(sealed) == 1:
+        return sealed[0]
+    if sealed:
+        return NoAnswer(f"got {len(sealed)} answers from your kernel, one of them not from the grader's code")
+    found = reply.get("content", {}).get("user_expressions", {}).get("answer", {})
+    text = expression_text(reply, "answer", 2 * MAX_ANSWER_CHARS + 16)
+    if text is not None and _literal(text) == in_kernel.TAMPERED:
+        return in_kernel.TAMPERED
+    if found.get("status") == "error":
+        ename = str(found.get("ename", ""))
+        ename = ename if ename.isidentifier() and len(ename) <= 60 else "an error"
+        return NoAnswer(f"raised {ename} in your kernel before it could answer")
+    if text is None:
+        return NoAnswer("got no answer from your kernel")
+    return NoAnswer("got an answer that the grader's code in your kernel did not send (something after it made "
+                    "or rewrote the answer)")

@@ -28,7 +28,7 @@ import io
 from .. import cells
 from .session import Session
 from .transport import in_process_transport, kernel_transport, silent_request  # noqa: F401 (the kernel's face)
-from .wire import TEST_MODULE, GraderSideError
+from .wire import TEST_MODULE, GraderSideError, KernelRefused
 
 SETUP_TAG = "grader-setup"
 
@@ -154,6 +154,8 @@ class TestRunner:
         except GraderSideError as e:
             error = e  # (not passed: a later replay of this part may excuse what it explains)
             raise
+        except KernelRefused as e:  # the kernel stopped or rewrote the grader's request: the student's failure
+            error = AssertionError(str(e))
         except Exception as e:  # noqa: BLE001: the test failed; its message is the verdict's reason
             dead = _dead_kernel(e)
             if dead is not None:  # (nbclient's) the kernel is gone, however the test reworded it: a crash

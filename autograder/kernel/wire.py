@@ -33,3 +33,18 @@ class GraderSideError(BaseException):
 
 class UnreadableAnswer(GraderSideError):
     """An answer the grader cannot read as data (malformed, forged, past a budget): every decoding failure."""
+
+
+class KernelRefused(BaseException):
+    """A kernel that replied but gave the grader no answer of the grader's own code (its request raised there, no
+    answer, an answer not sealed inside the request, two answers): what the student's code installed or replaced in
+    the kernel stopped or rewrote it, since in a kernel of the course's packages that code always answers. The
+    student's failure: the test cell fails with the message (verdicts.TestRunner), never left pending. A
+    BaseException, so that a test's own `except Exception` cannot take it for an answer's error and go on."""
+
+
+class NoAnswer:
+    """What the transport read instead of a sealed answer: `why`, the grader's own words for what the kernel did."""
+
+    def __init__(self, why):
+        self.why = why

@@ -285,19 +285,23 @@ def torch_randn(*shape_and_seed):
     return torch.randn(*shape, generator=torch.Generator().manual_seed(seed))
 
 
-def test_a_kernel_that_withholds_its_answer_is_the_graders_problem_not_the_students(kernel):
-    """No answer at all (here the shell's user_expressions emptied) is a GraderSideError, which a test's own
-    `except Exception` cannot swallow, and which grading leaves for manual grading (test_worker.py)."""
+def test_a_kernel_that_withholds_its_answer_fails_the_test_and_no_fallback_swallows_it(kernel):
+    """No answer at all (here the shell's user_expressions emptied by the student's code) was a GraderSideError,
+    left pending: a kernel of the course's packages always answers the grader's code, so what stopped it is the
+    kernel's state, the student's doing (KernelRefused). A test's own `except Exception` cannot take it for the
+    answer's error and go on; the test cell fails with the message (verdicts.TestRunner), and a note says why."""
     km, kc = kernel
     run_in_kernel(kc, SETUP)
     run_in_kernel(kc, "def softmax(x):\n    get_ipython().user_expressions = lambda e: {}\n    return x\n")
-    with pytest.raises(verdicts.GraderSideError, match="no readable answer"):
+    session = _session(kernel)
+    with pytest.raises(wire.KernelRefused, match="got no answer from your kernel"):
         try:
-            softmax = _session(kernel).fetch("softmax")
-            softmax(1.0)  # this request's answer is on its way already: the next one gets none
-            softmax(1.0)
+            softmax = session.fetch("softmax")
+            softmax(1.0)  # the answer to this request leaves the kernel sealed, before the request ends
+            softmax(1.0)  # this one never runs the grader's code
         except Exception:  # noqa: BLE001: what a test's fallback would do
-            pytest.fail("a grader-side failure was caught as the student's exception")
+            pytest.fail("the kernel's refusal was caught as the answer's exception")
+    assert any("charged to the submission" in note for note in session.take_notes())
 
 
 # What reads a request and writes its answer, replaced by the student's code in the kernel: the kernel's side
@@ -641,6 +645,120 @@ def test_an_answer_that_is_not_numbers_is_the_students_failure_not_the_graders(k
     results = grade(kernel, HONEST + f"def softmax(x):\n    return {answer}\n")
     assert type(results["test_softmax"]) is AssertionError, results["test_softmax"]
     assert passed(results) == ["test_attention", "test_linear", "test_memory"]
+
+
+def watched_grade(kernel, student_code):
+    """(the results, the integrity check's changes, the review notes) of grading `student_code` as grading does: the
+    integrity check's baseline taken before any of the student's code, and its check after the tests."""
+    from autograder.kernel import integrity
+    km, kc = kernel
+    watch = integrity.Watch(lesson())
+
+    def ask(mode):
+        nonce, expression = watch.request(mode)
+        reply = verdicts.silent_request(kc, kc.get_shell_msg, "", {"check": expression},
+                                        deadline=lambda: __import__("time").monotonic() + 120)
+        return watch.parse(nonce, reply)
+
+    watch.baseline = ask("baseline")
+    run_in_kernel(kc, SETUP)
+    run_in_kernel(kc, student_code)
+    session = _session(kernel)
+    runner = verdicts.LessonTests(lesson()).runner(session)
+    results = {grade_id: runner.run(grade_id)[1] for grade_id in TESTS}
+    try:
+        changes = watch.changes(ask("check"))
+    except ValueError as e:  # (what grading flags as "the integrity check got no genuine answer")
+        changes = [str(e)]
+    return results, changes, session.take_notes()
+
+
+SDPA_ATTENTION = "def attention(q, k, v):\n    return F.scaled_dot_product_attention(q, k, v)\n"
+_NOTHING = "contextlib.contextmanager(lambda *a, **k: (yield))"
+# Round 6's routes around a refusal inside the kernel (issue 56): each gave full marks, unflagged. Now each fails the
+# test that forbids the operator.
+REFUSAL_UNDOERS = {
+    "a text/plain formatter that replays the refused request once its refusal has ended": (
+        "import contextlib\nimport course_utils.refusals as _r\n_ip = get_ipython()\n"
+        "def _replay(text, p, cycle):\n"
+        "    if 'ForbiddenCall' in text and not getattr(_replay, 'busy', False):\n"
+        "        expression = _ip.kernel.get_parent('shell')['content']['user_expressions'].get('answer', \"''\")\n"
+        "        saved = _r.forbidden_ops, _r.forbidden_in_every_thread\n"
+        f"        _r.forbidden_ops = _r.forbidden_in_every_thread = {_NOTHING}\n"
+        "        _replay.busy = True\n"
+        "        try:\n            text = eval(expression, _ip.user_ns)\n"
+        "        finally:\n            _r.forbidden_ops, _r.forbidden_in_every_thread = saved\n"
+        "            _replay.busy = False\n"
+        "    p.text(repr(text))\n"
+        "_ip.display_formatter.formatters['text/plain'].for_type(str, _replay)\n" + SDPA_ATTENTION),
+    "the request's own refusal blocks found with gc and exited during the call": (
+        "import gc\ndef attention(q, k, v):\n"
+        "    for o in gc.get_objects():\n"
+        "        if type(o).__name__ == '_GeneratorContextManager' and \\\n"
+        "                getattr(getattr(o, 'gen', None), '__name__', '') in ('forbidden_ops', 'forbidden_in_every_thread'):\n"
+        "            o.__exit__(None, None, None)\n"
+        "    return F.scaled_dot_product_attention(q, k, v)\n"),
+    "the refusal table emptied as data, through sys.modules (no static flag names it)": (
+        "import sys\n_t = sys.modules['course_utils.refusals']\n"
+        "_t.KERNELS.update({'scaled_dot_product_attention': ()})\n_t._computing_kernels.cache_clear()\n"
+        "def attention(q, k, v):\n    return torch.ops.aten._scaled_dot_product_attention_math(q, k, v)[0]\n"),
+    "__builtins__ a dict subclass: the integrity check's exec blinded while the refusals are patched": (
+        "import builtins as _b, contextlib\nimport course_utils.refusals as _r\n"
+        "_real_exec, _kept = exec, (_r.forbidden_ops, _r.forbidden_in_every_thread)\n"
+        "def _blind(code, ns, *rest):\n"
+        "    patched = _r.forbidden_ops, _r.forbidden_in_every_thread\n"
+        "    _r.forbidden_ops, _r.forbidden_in_every_thread = _kept\n"
+        "    try:\n        return _real_exec(code, ns, *rest)\n"
+        "    finally:\n        _r.forbidden_ops, _r.forbidden_in_every_thread = patched\n"
+        "class _B(dict):\n    def __getitem__(self, name):\n"
+        "        return _blind if name == 'exec' else dict.__getitem__(self, name)\n"
+        "_builtins = _B(vars(_b))\n"
+        "for _n, _v in list(vars(_b).items()):  # (attributes too: a dict subclass was read as a module)\n"
+        "    if not _n.startswith('__') or _n in ('__import__', '__build_class__'):\n"
+        "        setattr(_builtins, _n, _v)\n"
+        f"_r.forbidden_ops = _r.forbidden_in_every_thread = {_NOTHING}\n"
+        "get_ipython().user_ns['__builtins__'] = _builtins\n" + SDPA_ATTENTION),
+}
+
+
+@pytest.mark.parametrize("name", sorted(REFUSAL_UNDOERS))
+def test_a_refusal_undone_inside_the_kernel_still_fails_the_test(kernel, name):
+    """The formatter's answer is never read (the answer leaves the kernel sealed, inside the request's refusal); a
+    refusal block found finished, or its kernels gone, as the call returns refuses the call; the refusal table
+    comes with the grader's request; a `__builtins__` that is no dict or module refuses every request (its
+    built-ins are not what C made) and the integrity check sees it. Each is the student's failure, none pending."""
+    results, changes, notes = watched_grade(kernel, HONEST + REFUSAL_UNDOERS[name])
+    error = results["test_attention"]
+    assert error is not None and not isinstance(error, wire.GraderSideError), results
+    if name.startswith("__builtins__"):
+        assert passed(results) == [] and any("built-ins were not what C made" in c for c in changes), (results, changes)
+    else:
+        assert passed(results) == ["test_linear", "test_memory", "test_softmax"], results
+
+
+def test_an_honest_answer_graded_with_the_integrity_check_keeps_full_marks_and_no_flag(kernel):
+    """The control beside the refusals undone: every test passes, the integrity check sees no change, no note."""
+    results, changes, notes = watched_grade(kernel, HONEST)
+    assert (passed(results), changes, notes) == (ALL, [], [])
+
+
+# The student's failure that became the grader's (issue 56): each left every test cell pending, flagged `grader:`.
+KERNEL_BREAKERS = {
+    "an audit hook that kills every request": (
+        "import sys\ndef _hook(event, args):\n    if event == 'marshal.loads':\n        raise RuntimeError('no')\n"
+        "sys.addaudithook(_hook)\n", "raised RuntimeError in your kernel"),
+    "BaseException swapped for a class no error is": (
+        "import builtins\nbuiltins.BaseException = ZeroDivisionError\n"
+        "def softmax(x):\n    raise TypeError('a wrong answer that raises')\n", "own functions replaced"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(KERNEL_BREAKERS))
+def test_a_kernel_broken_by_the_students_code_is_charged_not_left_pending(kernel, name):
+    """Every test cell fails with a message that says what the kernel did; none is a GraderSideError (pending)."""
+    code, words = KERNEL_BREAKERS[name]
+    results = grade(kernel, HONEST + code)
+    assert all(isinstance(e, AssertionError) and words in str(e) for e in results.values()), results
 
 
 def test_free_names_are_what_a_cell_reads_and_never_binds():

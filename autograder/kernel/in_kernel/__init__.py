@@ -33,9 +33,13 @@ The grader's process imports this package too (the same SOURCE run in its namesp
 words (MAX_ANSWER_BYTES, UNSEEN, TAMPERED) and for in-process transports (transport.in_process_transport).
 """
 
+import importlib.util
 from pathlib import Path
 
 PARTS = ("tools", "lent", "encode", "watch", "launch", "serve")
-SOURCE = "\n".join((Path(__file__).parent / f"{part}.py").read_text() for part in PARTS)
+# course_utils' refusal table (data only), read as text so that importing this package imports no torch: its
+# KERNELS, COMPUTING_KEYS and LAUNCHER_OPS are the program's own, whatever the kernel's copy says
+TABLE = Path(importlib.util.find_spec("course_utils").submodule_search_locations[0]) / "refusal_table.py"
+SOURCE = "\n".join([(Path(__file__).parent / f"{part}.py").read_text() for part in PARTS] + [TABLE.read_text()])
 CODE = compile(SOURCE, "<autograder>", "exec")  # compiled once: run here, in in-process transports, and marshalled
 exec(CODE, globals())  # noqa: S102: the program above, as this module

@@ -46,28 +46,43 @@ class _StandingIn:
                 self.namespace[name] = value
 
 
-def serve(request, namespace, ask_grader=None):
+def serve(request, namespace, ask_grader=None, seal=None):
     """Answer one request (pickled bytes) against `namespace` (the notebook's globals); returns JSON text.
 
-    ask_grader(question text) -> answer text: how a lent object asks the grader (None: nothing can be lent)."""
+    ask_grader(question text) -> answer text: how a lent object asks the grader (None: nothing can be lent).
+    seal(answer text): how the answer leaves the kernel before the request ends (_sealer; None: only returned)."""
     _LENDING["ask"], _LENDING["namespace"] = ask_grader, namespace
     try:
-        return _serve(request, namespace)
+        return _serve(request, namespace, seal)
     finally:
         _LENDING["ask"], _LENDING["namespace"] = None, None
 
 
-def _serve(request, namespace):
+def _serve(request, namespace, seal=None):
     try:
         op, target, args, kwargs, forbidden, meters, in_place, stand_ins, only = _load(request)
     except Tampered:
-        return TAMPERED
+        return _sent(TAMPERED, seal)
     except Exception as e:  # noqa: BLE001: the grader sent what this kernel cannot read: the grader's problem
-        return _json({"ok": False, "grader": f"the kernel could not read the request ({_type(e).__name__})"})
+        return _sent(_json({"ok": False, "grader": f"the kernel could not read the request ({_type(e).__name__})"}),
+                     seal)
+    everywhere = _Stack()  # the refusal in every thread: open until the answer has left the kernel (sealed)
     try:
-        answer = _answer(op, target, args, kwargs, (forbidden, only), meters, in_place, stand_ins, namespace)
-    except BaseException as e:  # noqa: BLE001: the student's error is reported as its kind only
-        answer = _error(e)
+        try:
+            held = _refusing_everywhere(everywhere, forbidden) if op != "get" else ()
+            answer = _answer(op, target, args, kwargs, (forbidden, only), meters, in_place, stand_ins, namespace, held)
+        except BaseException as e:  # noqa: BLE001: the student's error is reported as its kind only
+            answer = _error(e)
+        return _sent(_written(answer), seal)
+    finally:
+        try:
+            everywhere.close()
+        except BaseException:  # noqa: BLE001: the answer has left; what a refusal's exit raises changes nothing
+            pass
+
+
+def _written(answer):
+    """The answer's JSON text, within MAX_ANSWER_BYTES."""
     try:
         text = _json(answer)
     except BaseException:  # noqa: BLE001: an answer this code cannot write is the student's doing (a patched meter)
@@ -75,11 +90,36 @@ def _serve(request, namespace):
     return text if len(text) <= MAX_ANSWER_BYTES else '{"ok": false, "error": "TooLarge"}'
 
 
+def _sent(text, seal):
+    if seal is not None:
+        seal(text)
+    return text
+
+
 TAMPERED = '{"ok": false, "error": "Tampered"}'
+SEALED = '{"op":"sealed","text":'  # how a sealed answer's prompt begins (_json writes no spaces)
 
 
-def _answer(op, target, args, kwargs, refusals, meters, in_place, stand_ins, namespace):
-    """Run the request against the notebook's namespace: the answer as plain data (raises the student's error)."""
+def _sealer(kernel):
+    """seal(text): send the answer on Jupyter's stdin channel as an input request that awaits no reply, or None
+    outside a Jupyter kernel. It is sent by this code before the request ends, while the request's refusal still
+    holds, so nothing that runs after it (IPython's formatters, the expression's repr, the execute reply's
+    assembly) changes what the grader reads. Its parts are taken now, before any of the student's code runs."""
+    session = getattr(kernel, "session", None)
+    if session is None:
+        return None
+    send, socket = session.send, kernel.stdin_socket
+    parent, ident = kernel.get_parent("shell"), kernel._parent_ident["shell"]
+
+    def seal(text):
+        send(socket, "input_request", {"prompt": SEALED + _json(text) + "}", "password": False}, parent, ident=ident)
+
+    return seal
+
+
+def _answer(op, target, args, kwargs, refusals, meters, in_place, stand_ins, namespace, held=()):
+    """Run the request against the notebook's namespace: the answer as plain data (raises the student's error).
+    held: the refusal in every thread the request entered (_refusing_everywhere), checked still open after the call."""
     changed, measured, stack = [], {}, _Stack()
     streams = sys.stdout, sys.stderr
     sys.stdout, sys.stderr = _Sink(), _Sink()
@@ -94,12 +134,13 @@ def _answer(op, target, args, kwargs, refusals, meters, in_place, stand_ins, nam
             before = _arrays(args, kwargs) if op == "call" else {}
             call = _Stack()
             try:
-                _forbidding(call, refusals)
+                held = held + _forbidding(call, refusals)
                 measured = _measuring(call, meters)
                 if op == "call":
                     value = obj(*args, **kwargs)
                 else:  # args: (call args, call kwargs, grad_output)
                     value = _grads(obj, args[0], args[1], args[2])
+                _still_refusing(held)
             except BaseException as e:  # noqa: BLE001: left as a with statement leaves, then raised
                 call.close(e)
             call.close()
@@ -108,8 +149,9 @@ def _answer(op, target, args, kwargs, refusals, meters, in_place, stand_ins, nam
             obj = _table()[target]
             call = _Stack()
             try:
-                _forbidding(call, refusals)
+                held = held + _forbidding(call, refusals)
                 value = _other(op, obj, args)
+                _still_refusing(held)
             except BaseException as e:  # noqa: BLE001
                 call.close(e)
             call.close()
@@ -128,7 +170,7 @@ def _error(e):
     the student's error, never the grader's (whose failures only the grader decides)."""
     try:
         kind = _type(e)
-        if kind is TooLarge or kind is Tampered:
+        if kind is TooLarge or kind is Tampered or kind is Unrefused:
             return {"ok": False, "error": kind.__name__}
         checks = sys.modules.get("course_utils.checks")
         if checks is not None and kind is getattr(checks, "ForbiddenCall", None):
@@ -209,15 +251,17 @@ def _numbers(text):
 
 
 def handle_request(b64_request):
-    """Entry point in the kernel: the answer's JSON text. The notebook's namespace is IPython's user namespace."""
+    """Entry point in the kernel: the answer's JSON text, sent sealed on the stdin channel first (_sealer). The
+    notebook's namespace is IPython's user namespace."""
     ipython = sys.modules.get("IPython")  # not builtins' get_ipython: IPython puts it there only while a cell runs
     shell = ipython.get_ipython() if ipython is not None else None
     namespace = shell.user_ns if shell is not None else vars(sys.modules["__main__"])
     kernel = getattr(shell, "kernel", None)
+    seal = _sealer(kernel)
     _LENDING["in_kernel"] = True
     try:
-        return serve(_b64decode(b64_request), namespace, getattr(kernel, "raw_input", None))
+        return serve(_b64decode(b64_request), namespace, getattr(kernel, "raw_input", None), seal)
     except Tampered:
-        return TAMPERED
+        return _sent(TAMPERED, seal)
     finally:
         _LENDING["in_kernel"] = False

@@ -26,6 +26,10 @@ class Tampered(Exception):
     """What this side reads or writes with is not what C made (a patched module): the answer says so."""
 
 
+class Unrefused(Exception):
+    """A refusal the request entered no longer held when the student's call returned: the answer says so."""
+
+
 def _c_class(module, name):
     """The class C code made as module.name: among object's direct subclasses, never through a module attribute
     (its metaclass made by C too: `type`, or torch's _TensorMeta)."""

@@ -28,22 +28,49 @@ class _Stack:
 
 
 def _forbidding(stack, refusals):
-    """The test's forbidden operators refused during the call: by modes in this thread (which name the function
-    the code called) and, in a grading kernel, by the dispatcher in every thread (no thread, custom op or
-    disabled mode gets past it). Not in the grader's own process (the in-process transport of tests), where the
-    test's lent objects run beside the call and may use them. `only`: the test's launcher_only allow-list (None:
-    none), refused by a dispatch mode in this thread."""
+    """The test's forbidden operators refused during the call by modes in this thread (which name the function the
+    code called); `only`, the test's launcher_only allow-list (None: none), by a dispatch mode in this thread. Not in
+    the grader's own process (the in-process transport of tests), where the test's lent objects run beside the call
+    and may use them. Both read the refusal table sent with this program (refusal_table.py's KERNELS and
+    LAUNCHER_OPS), never the kernel's copy. Returns the blocks held, for _still_refusing."""
     names, only = refusals
     if only is None and not names:
-        return
+        return ()
     import course_utils.refusals as refusals_of_course_utils
+    held = ()
     if only is not None:
-        stack.enter(refusals_of_course_utils.allowed_ops(*only))
-    if not names:
-        return
-    if _LENDING["in_kernel"]:
-        stack.enter(refusals_of_course_utils.forbidden_in_every_thread(*names))
-    stack.enter(refusals_of_course_utils.forbidden_ops(*names))
+        held += _held(stack, refusals_of_course_utils.allowed_ops(*only, launcher_ops=LAUNCHER_OPS))
+    if names:
+        held += _held(stack, refusals_of_course_utils.forbidden_ops(*names, kernels=KERNELS))
+    return held
+
+
+def _refusing_everywhere(stack, names):
+    """In a grading kernel, the forbidden operators' kernels replaced in PyTorch's dispatcher for every thread (no
+    thread, custom op or disabled mode gets past it), from before the call until its answer has left the kernel
+    (serve._serve): so a thread or a formatter that runs once the call is over still finds them refused. Returns
+    the block held, for _still_refusing."""
+    if not names or not _LENDING["in_kernel"]:
+        return ()
+    import course_utils.refusals as refusals_of_course_utils
+    return _held(stack, refusals_of_course_utils.forbidden_in_every_thread(*names, kernels=KERNELS,
+                                                                          keys=COMPUTING_KEYS))
+
+
+def _held(stack, block):
+    """((generator, intact or None),): a refusal block entered, with what tells later whether it still holds."""
+    intact = stack.enter(block)
+    gen = getattr(block, "gen", None)  # (contextlib's block: its generator, taken now, before the student's code runs)
+    return ((gen, intact if callable(intact) else None),)
+
+
+def _still_refusing(held):
+    """Raise Unrefused unless every refusal block the request entered still holds as the call returns: a block
+    exited early (found by the garbage collector, say) has finished its generator, which nothing can resume, and
+    the dispatcher's refusal checks its own kernels (forbidden_in_every_thread's intact)."""
+    for gen, intact in held:
+        if (gen is not None and gen.gi_frame is None) or (intact is not None and not intact()):
+            raise Unrefused("the refusal was switched off during the call")
 
 
 def _measuring(stack, meters):
