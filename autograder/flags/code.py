@@ -22,7 +22,13 @@ KERNEL_ATTRIBUTES = {"displayhook", "display_pub", "iopub_socket", "send_respons
                      # what can replay or rewrite a result after the test's call returned: output formatters,
                      # audit hooks (they see every request), and Python's built-ins table itself
                      "display_formatter", "formatters", "for_type", "for_type_by_name", "addaudithook",
-                     "__builtins__"}
+                     "__builtins__", "mimebundle_formatter", "ipython_display_formatter", "type_printers",
+                     "deferred_printers", "singleton_printers", "user_expressions", "payload_manager",
+                     # how the kernel's side sends a sealed answer (the stdin channel's parts)
+                     "stdin_socket", "_input_request", "_parent_ident"}
+# IPython's execution events: a callback registered there runs around every request, outside the test's call
+IPYTHON_EVENTS = {"pre_execute", "post_execute", "pre_run_cell", "post_run_cell"}
+DICT_LOOKUPS = {"__getitem__", "__missing__", "get", "__contains__"}  # a dict subclass whose look-ups run its code
 # methods that change a container in place: called on an object reached through numpy, torch or course_utils
 # (cu.refusals' tables, say) they change what the tests rely on as data, where no assignment shows
 MUTATORS = {"clear", "pop", "popitem", "update", "append", "extend", "remove", "insert", "setdefault", "discard",
@@ -31,7 +37,8 @@ VALUE_TYPES = {"float", "int", "complex", "bool", "Tensor", "ndarray", "Paramete
 # what runs work where the graded call's watch (cu.forbid's torch modes, the memory count, both per
 # thread and per process) does not reach: another thread or process, a custom operator, the mode stack off
 ESCAPE_MODULES = {"threading", "_thread", "concurrent", "multiprocessing", "subprocess", "torch.multiprocessing",
-                  "torch.library", "ctypes"}
+                  "torch.library", "ctypes", "_ctypes"}
+NATIVE_MEMORY = {"ctypes", "_ctypes", "ctypeslib"}  # as a name or an attribute too: sys.modules['ctypes'], a.ctypes
 ESCAPE_NAMES = {"DisableTorchFunction", "DisableTorchFunctionSubclass", "_DisableTorchDispatch",
                 "_disable_current_modes", "_pop_torch_function_stack", "_pop_mode", "_pop_mode_temporarily",
                 "_set_torch_function_mode", "_len_torch_function_stack", "_get_function_stack_at",
@@ -48,7 +55,10 @@ def _module_aliases(trees):
     aliases = dict(DEFAULT_ALIASES)
     for tree in trees:
         for node in ast.walk(tree):
-            if isinstance(node, ast.Import):
+            if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
+                    and _module_reached(node.value):
+                aliases[node.targets[0].id] = _module_reached(node.value)  # t = sys.modules['course_utils.refusals']
+            elif isinstance(node, ast.Import):
                 for a in node.names:
                     if a.name.split(".")[0] in WATCHED_MODULES:
                         aliases[a.asname or a.name.split(".")[0]] = a.name
@@ -56,6 +66,21 @@ def _module_aliases(trees):
                 for a in node.names:
                     aliases[a.asname or a.name] = f"{node.module}.{a.name}"
     return aliases
+
+
+def _module_reached(node):
+    """The watched module an expression reaches as data, or None: `sys.modules['course_utils.refusals']`,
+    `importlib.import_module('numpy')` or `__import__('torch')`, at the root of an attribute or item chain."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)) and not (
+            isinstance(node, ast.Subscript) and getattr(node.value, "attr", None) == "modules"):
+        node = node.value
+    name = None
+    if isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Constant):
+        name = node.slice.value
+    elif isinstance(node, ast.Call) and node.args and isinstance(node.args[0], ast.Constant) and (
+            getattr(node.func, "attr", None) == "import_module" or getattr(node.func, "id", None) == "__import__"):
+        name = node.args[0].value
+    return name if isinstance(name, str) and name.split(".")[0] in WATCHED_MODULES else None
 
 
 def _always_true(fn):
@@ -132,9 +157,10 @@ def _node_flags(node, watched):
     if isinstance(node, ast.ClassDef) and _lying_class(node):
         found.append(Finding("lie", f"line {node.lineno} class {node.name} subclasses {_lying_class(node)} and "
                      f"redefines how it compares or converts"))
-    if isinstance(node, ast.Attribute) and node.attr in KERNEL_ATTRIBUTES:
-        found.append(Finding("kernel", f"line {node.lineno} uses .{node.attr} (the kernel's own messaging and "
-                     f"execution machinery, which can fake or hide a test's result)"))
+    what = _kernel_reach(node)
+    if what:
+        found.append(Finding("kernel", f"line {node.lineno} {what} (the kernel's own messaging and execution "
+                     f"machinery, which can fake or hide a test's result)"))
     what = _escape(node)
     if what:
         found.append(Finding("escape", f"line {node.lineno} {what} (work done there is out of the graded call's "
@@ -152,7 +178,7 @@ def code_flags(code_cells, helpers=frozenset()):
     trees = [(t, "", i) for i, t in enumerate(parsed)]
     trees += [(found, where, i) for i, t in enumerate(parsed) for found, where in _code_in_strings(t)]
     aliases = _module_aliases([t for t, _, _ in trees])
-    watched = lambda node: aliases.get(root_name(node) or "")  # noqa: E731
+    watched = lambda node: aliases.get(root_name(node) or "") or _module_reached(node)  # noqa: E731
     flags, tops = [], module_bindings(parsed)
     anywhere = {name for top in tops for name in top}
     before = [set()]  # names bound at the top level of the cells before each cell
@@ -165,7 +191,8 @@ def code_flags(code_cells, helpers=frozenset()):
         for node in ast.walk(tree):
             flags += _node_flags(node, watched)
         for node in tree.body:
-            if not isinstance(node, (ast.Import, ast.ImportFrom)):
+            if not isinstance(node, (ast.Import, ast.ImportFrom)) and not (
+                    isinstance(node, ast.Assign) and _module_reached(node.value)):
                 for name in set(bound_names(node)) & set(aliases):
                     flags.append(Finding("patch", f"line {node.lineno} rebinds {name} ({aliases[name]})"))
             for name in set(bound_names(node)) & set(helpers):
@@ -191,6 +218,27 @@ def _data_patches(node, watched):
     return []
 
 
+def _kernel_reach(node):
+    """What a node does to reach the kernel's machinery (KERNEL_ATTRIBUTES, by attribute or by name in getattr and
+    its kin; IPython's events; a dict whose look-ups run its own code, as Python's built-ins table can), or None."""
+    if isinstance(node, ast.Attribute) and node.attr in KERNEL_ATTRIBUTES:
+        return f"uses .{node.attr}"
+    named = isinstance(node, ast.Call) and getattr(node.func, "id", None) in ("getattr", "setattr", "hasattr") \
+        and len(node.args) > 1 and isinstance(node.args[1], ast.Constant) and node.args[1].value
+    if named in KERNEL_ATTRIBUTES:
+        return f"names {named!r}"
+    if isinstance(node, ast.Call) and getattr(node.func, "attr", None) in ("register", "unregister") \
+            and getattr(node.func.value, "attr", None) == "events":
+        return f"registers a callback on IPython's events (.events.{node.func.attr})"
+    if isinstance(node, ast.Constant) and node.value in IPYTHON_EVENTS:
+        return f"names IPython's {node.value!r} event"
+    if isinstance(node, ast.ClassDef) and any(getattr(b, "id", getattr(b, "attr", None)) in ("dict", "UserDict")
+                                              for b in node.bases):
+        defined = {n for stmt in node.body for n in bound_names(stmt)} & DICT_LOOKUPS
+        return f"defines a dict whose look-ups run its own code ({', '.join(sorted(defined))})" if defined else None
+    return None
+
+
 def _escape(node):
     """What a node does to run work outside the graded call's thread, process or torch modes, or None."""
     if isinstance(node, ast.Import):
@@ -200,10 +248,13 @@ def _escape(node):
         module = node.module or ""
         if module in ESCAPE_MODULES or module.split(".")[0] in ESCAPE_MODULES:
             return f"imports from {module}"
-        hit = [a.name for a in node.names if a.name in ESCAPE_NAMES or f"{module}.{a.name}" in ESCAPE_MODULES]
+        hit = [a.name for a in node.names
+               if a.name in ESCAPE_NAMES | NATIVE_MEMORY or f"{module}.{a.name}" in ESCAPE_MODULES]
         return f"imports {hit[0]} from {module}" if hit else None
-    if isinstance(node, ast.Attribute) and node.attr in ESCAPE_NAMES:
+    if isinstance(node, ast.Attribute) and node.attr in ESCAPE_NAMES | NATIVE_MEMORY:
         return f"uses .{node.attr}"
+    if isinstance(node, ast.Constant) and node.value in NATIVE_MEMORY:
+        return f"names {node.value!r} (native code and raw memory)"
     if isinstance(node, ast.Attribute) and node.attr == "library" and root_name(node) == "torch":
         return "uses torch.library (a custom operator)"
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "__import__" \

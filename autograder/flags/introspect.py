@@ -26,6 +26,8 @@ def introspection(node):
         return f"imports {names[0]}" if names else None
     if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] in INTROSPECTION_MODULES:
         return f"imports from {node.module}"
+    if isinstance(node, ast.ImportFrom) and any(a.name in INTROSPECTION_ATTRIBUTES for a in node.names):
+        return f"imports {next(a.name for a in node.names if a.name in INTROSPECTION_ATTRIBUTES)} from {node.module}"
     if isinstance(node, ast.ImportFrom) and node.module == "__main__" \
             and any(HISTORY_NAMES.match(a.name) for a in node.names):
         return "imports IPython's history from __main__"

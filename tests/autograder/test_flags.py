@@ -266,3 +266,36 @@ def test_what_can_replay_or_rewrite_a_result_after_the_call_is_flagged(code):
     """Round 6's routes around a refusal inside the kernel (issue 56): an output formatter that replays a refused
     request, an audit hook that sees every request, the built-ins table replaced: each flagged from the source."""
     assert any(f.startswith("kernel:") for f in _flags(code)), _flags(code)
+
+
+@pytest.mark.parametrize("code, kind", [
+    # the kernel's machinery reached by name, through IPython's events, or through a dict whose look-ups run code
+    ("getattr(get_ipython(), 'user_expressions')", "kernel:"),
+    ("get_ipython().display_formatter.mimebundle_formatter.for_type(str, print)", "kernel:"),
+    ("get_ipython().events.register('post_execute', print)", "kernel:"),
+    ("ip = get_ipython()\nhooks = ip.events\nhooks.register(*['pre_run_cell', print])", "kernel:"),
+    ("class B(dict):\n    def __getitem__(self, name):\n        return print", "kernel:"),
+    # native code and raw memory, however the module is reached
+    ("import sys\nc = sys.modules['ctypes']", "escape:"),
+    ("import importlib\nimportlib.import_module('_ctypes')", "escape:"),
+    ("import numpy as np\naddress = np.zeros(3).ctypes.data", "escape:"),
+    ("from numpy import ctypeslib", "escape:"),
+    # gc's and sys's readers imported by name
+    ("from gc import get_objects as everything\neverything()", "introspect:"),
+    ("from sys import _getframe", "introspect:"),
+    # a watched module reached as data, through sys.modules or import_module
+    ("import sys\nt = sys.modules['course_utils.refusals']\nt.KERNELS.update({'softmax': ()})", "patch:"),
+    ("import sys\nsys.modules['course_utils.refusals'].KERNELS.clear()", "patch:"),
+    ("import importlib\nimportlib.import_module('numpy').allclose = print", "patch:"),
+])
+def test_what_reaches_a_refusal_or_the_kernel_by_another_name_is_flagged(code, kind):
+    """Issue 56's routes written without the names the flags knew: each earns the flag its technique earns."""
+    assert any(f.startswith(kind) for f in _flags(code)), _flags(code)
+
+
+@pytest.mark.parametrize("code", ["import importlib\nnp = importlib.import_module('numpy')\nx = np.zeros(3)",
+                                  "events = ['a']\nevents.append('b')",
+                                  "class Vocab(dict):\n    def add(self, word):\n        self[word] = len(self)",
+                                  "counts = {}\ncounts.get('the', 0)"])
+def test_honest_look_alikes_of_those_routes_are_not_flagged(code):
+    assert _flags(code) == []
