@@ -25,6 +25,11 @@ exclude_patterns = ["_build", "**.ipynb_checkpoints"]
 suppress_warnings = ["mystnb.unknown_mime_type"]
 
 html_theme = "sphinx_book_theme"
+# Sphinx writes _static/pygments.css in this style, and the theme then overwrites it with its light and dark
+# styles (pydata-sphinx-theme, at build-finished): a page loaded between the two, during any build of the
+# folder, even one with nothing to rebuild, gets this style. The theme's own choice, tango, has strings at
+# 3.2:1 on the code background (below AA), so both files carry the theme's accessible light style.
+pygments_style = "a11y-high-contrast-light"
 html_title = project
 html_copy_source = False          # the pages are the only copy; no _sources/ with raw cells
 html_show_sourcelink = False
@@ -43,4 +48,5 @@ html_theme_options = {
     "use_fullscreen_button": False,
     "use_repository_button": False,
     "home_page_in_toc": True,
+    "pygments_light_style": pygments_style,
 }
