@@ -141,7 +141,7 @@ def test_worker_killed_mid_run_loses_no_grade(tiny_course, tmp_path, dask_cluste
     killer = threading.Thread(target=kill_soon)
     killer.start()
     try:
-        results = cluster.grade_on_cluster(course, todo, dask_cluster["address"], limits=LIMITS, log=lambda *a: None)
+        results = cluster.grade_on_cluster(todo, dask_cluster["address"], limits=LIMITS, log=lambda *a: None)
     finally:
         killer.join()
         dask_cluster["workers"][0] = dask_cluster["start_worker"]("w0-restarted")
