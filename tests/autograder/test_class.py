@@ -320,20 +320,22 @@ def test_a_worker_past_the_hard_limit_is_killed_scored_zero_and_flagged(tiny_cou
 
 
 def test_a_test_the_grader_could_not_run_is_pending_not_zero_in_the_gradebook_and_every_export(tiny_course, tmp_path):
-    """The kernel stops answering the grader after test_double (its shell's user_expressions emptied): test_square
-    cannot be run. It is not scored 0: nbgrader's needs_manual_grade, pending in the summary and the exports,
-    flagged `grader:`; the score an instructor then types in formgrader is the one that counts."""
+    """test_square's call cannot be sent (a Decimal: a value of a module not every course kernel imports, so the
+    grader keeps the request, a fault of its own; a student's kernel can no longer make one, see the next test).
+    It is not scored 0: nbgrader's needs_manual_grade, pending in the summary and the exports, flagged `grader:`;
+    the score an instructor then types in formgrader is the one that counts."""
     from nbgrader.api import Gradebook
 
     from autograder.export import export
     lesson = tiny.LESSON
     course = tmp_path / "course"
     shutil.copytree(tiny_course, course)
-    nb = fill_solutions(load(course / "release" / lesson / f"{lesson}.ipynb"), tiny.lesson())
-    answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "double")
-    answer.source = ("def double(x):\n    if not isinstance(x, int):  # the hidden test's call: the grader's last answer\n"
-                     "        get_ipython().user_expressions = lambda expressions: {}\n    return 2 * x\n")
-    submit(course, lesson, "mute", nb)
+    source = course / "source" / lesson / f"{lesson}.ipynb"
+    instructor = load(source)
+    test = next(c for c in instructor.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "test_square")
+    test.source = "import decimal\nassert square(decimal.Decimal(3)) == 9, 'square(3) should be 9'"
+    nbformat.write(instructor, str(source))
+    submit(course, lesson, "mute", fill_solutions(load(course / "release" / lesson / f"{lesson}.ipynb"), tiny.lesson()))
     [r] = grade(course, [lesson], log=lambda *_: None)
     assert (r.status, r.score, r.pending) == ("graded", 1, ["test_square"]), r
     assert any(f.startswith("grader: the grader could not run test cell test_square") for f in r.flags), r.flags
@@ -356,6 +358,38 @@ def test_a_test_the_grader_could_not_run_is_pending_not_zero_in_the_gradebook_an
     with open(out / "grades.csv", newline="") as f:
         [row] = [row for row in csv.DictReader(f) if row["student_id"] == "mute"]
     assert float(row["score"]) == 3
+
+
+BROKEN_KERNELS = {  # each left its test cells pending, flagged `grader:` (issue 56): (code before the answers, score)
+    "audit_hook": ("import sys\ndef _hook(event, args):\n    if event == 'marshal.loads':\n        raise RuntimeError()\n"
+                   "sys.addaudithook(_hook)\n", 0),
+    "swapped": ("import builtins\nbuiltins.BaseException = ZeroDivisionError\n", 0),
+    # the hidden test of double (an array) empties the shell's user_expressions: test_square gets no answer
+    "mute": ("def _mute(x):\n    if not isinstance(x, int):\n        get_ipython().user_expressions = lambda e: {}\n", 1),
+}
+
+
+def test_a_kernel_the_students_code_broke_is_charged_in_a_real_grading_never_pending(tiny_course, tmp_path):
+    """Graded as an instructor grades (sandboxed kernels, the gradebook): an audit hook that kills every request, a
+    swapped BaseException and a shell that stops answering each fail their test cells with what the kernel did,
+    none pending and no `grader:` flag; the honest copy graded beside them keeps full marks and no flag."""
+    lesson = tiny.LESSON
+    course = tmp_path / "course"
+    shutil.copytree(tiny_course, course)
+    honest = fill_solutions(load(course / "release" / lesson / f"{lesson}.ipynb"), tiny.lesson())
+    submit(course, lesson, "honest", honest)
+    for student, (code, _) in BROKEN_KERNELS.items():
+        nb = nbformat.reads(nbformat.writes(honest), as_version=4)
+        answer = next(c for c in nb.cells if c.metadata.get("nbgrader", {}).get("grade_id") == "double")
+        answer.source = code + answer.source.replace("def double(x):\n", "def double(x):\n    _mute(x)\n"
+                                                     if student == "mute" else "def double(x):\n")
+        submit(course, lesson, student, nb)
+    results = {r.student: r for r in grade(course, [lesson], jobs=2, log=lambda *_: None)}
+    assert (results["honest"].score, results["honest"].pending, results["honest"].flags) == (3, [], []), results
+    for student, (_, score) in BROKEN_KERNELS.items():
+        r = results[student]
+        assert (r.status, r.score, r.pending) == ("graded", score, []), r
+        assert not any(f.startswith(("grader:", "pending:")) for f in r.flags), r.flags
 
 
 def _processes_with(marker):
