@@ -109,16 +109,17 @@ class Session(Lender):
         return r
 
     def _send(self, request, label, transport):
-        """(the kernel's answer text, what its cgroup gained during the call or None); raises what the grader's
+        """(the kernel's answer text, what the call held as its cgroup reads it, or None); raises what the grader's
         side of the call met (a failure of its own, a launch past the cell's limit)."""
         if request.direct:
             self._grader_failure, self._launch_refusal, self._launch_timeout, self._launched = None, None, None, []
             self._work_meters = request.meters["work"]
         if request.watched:
             self._other_processes(label, request.forbidden)
+        floor = self._floor(transport) if request.outside else 0
         window = self.cgroup.start() if request.outside else None
         text = transport(request.payload, self.answer_callback)
-        resident = self.cgroup.added(window) if window is not None else None
+        resident = self.cgroup.added(window, floor) if window is not None else None
         if request.watched:
             self._other_processes(label, request.forbidden)
         if self._grader_failure is not None:
@@ -126,6 +127,14 @@ class Session(Lender):
         if self._launch_timeout is not None:
             raise TimeoutError(f"{label}: your Triton kernel did not finish within the cell's time limit")
         return text, resident
+
+    def _floor(self, transport):
+        """What a request that runs none of the student's code holds, read from the kernel's cgroup as a call's
+        memory is (KernelCgroup.added's floor): the request machinery's own touch of the kernel's objects, measured
+        just before each call whose memory the cgroup decides."""
+        window = self.cgroup.start()
+        transport(self._pickle(("get", "__name__", (), {}, (), (), False, {}, None)), self.answer_callback)
+        return self.cgroup.added(window) or 0
 
     def _read(self, text, label):
         """The answer as a dict; a claim that the kernel could not read the request is the student's, and so is a

@@ -103,14 +103,27 @@ class Cgroups:
                     time.sleep(0.05)
 
 
+# The most of a call's figure that a request running none of the student's code may account for (KernelCgroup.added):
+# such a request touched 22 to 32 MiB of the kernel's memory where it was measured (docs/instructors.md), and a
+# kernel whose code inflates it (a thread touching a buffer while the grader measures) gains no more than this.
+FLOOR_MAX = 64 << 20
+
+
 class KernelCgroup:
     """A kernel's memory cgroup read from outside (by the grader, root): the processes in it beside the kernel's
-    own (`others()`), and the resident memory it added between `start()` and `added(mark)`.
+    own (`others()`), and the memory a call held between `start()` and `added(mark)`.
 
-    Memory: everything the kernel's processes make resident counts (PyTorch's, numpy's, Python's, any child's),
-    whatever runs in them; memory already resident when the window opens (a buffer made by an earlier cell) does
-    not. cgroup v1: `memory.max_usage_in_bytes` is reset to the current usage (writing 0) and read; cgroup v2
-    (Linux 6.12 or newer): `memory.peak` is reset for one open file and read through it."""
+    What a call held, as the most bytes it can have had at once (see `added`): the cgroup's peak rise (all its
+    processes make resident, whatever runs in them: PyTorch's, numpy's, Python's, any child's); the memory that
+    was resident before the window and that the call touched (each process's accessed bits are cleared as the
+    window opens, Linux's /proc/PID/clear_refs, and the pages of its mappings that can hold data, anonymous,
+    writable or shared, are read back from /proc/PID/smaps as it closes: a buffer an earlier cell filled and the
+    call reused); what the call released (a buffer used and freed before it returned); and the bytes it wrote to
+    files (/proc/PID/io: a file in /tmp or /dev/shm filled before the call and written through write()). A request
+    touches tens of MiB of the kernel's objects whatever it runs, so the caller passes the figure of one that runs
+    none of the student's code as `floor`. cgroup v1: `memory.max_usage_in_bytes` is reset to the current usage
+    (writing 0) and read; cgroup v2 (Linux 6.12 or newer): `memory.peak` is reset for one open file and read
+    through it."""
 
     def __init__(self, directory):
         self.directory = directory
@@ -146,36 +159,92 @@ class KernelCgroup:
         return frozenset() if now is None or self.own is None else now - self.own
 
     def start(self):
-        """Open a window: its mark (None if the peak cannot be reset)."""
+        """Open a window: its mark (None if the peak cannot be reset or the memory not read)."""
+        pids = self.processes() or frozenset()
+        for pid in pids:
+            try:
+                _write(f"/proc/{pid}/clear_refs", "1")  # every page's accessed bit, for `touched`
+            except OSError:
+                pass  # (a process that just ended)
         try:
+            before = self._kept(), _written(pids)
             if self._v2:
                 f = open(f"{self.directory}/memory.peak", "r+")
                 try:
                     f.write("reset\n")
                     f.flush()
                     f.seek(0)
-                    return f, int(f.read())
+                    return f, int(f.read()), before
                 except (OSError, ValueError):
                     f.close()
                     raise
             _write(f"{self.directory}/memory.max_usage_in_bytes", "0")
-            return None, _read_int(f"{self.directory}/memory.max_usage_in_bytes")
+            return None, _read_int(f"{self.directory}/memory.max_usage_in_bytes"), before
         except (OSError, ValueError):
             return None
 
-    def added(self, mark):
-        """Bytes the cgroup's peak rose above its usage when the window `mark` opened; None if unreadable."""
+    def added(self, mark, floor=0):
+        """The most bytes the call since the window `mark` opened can have held at once beyond `floor` (what a
+        request that runs none of the student's code holds, read the same way: see `Session`), at most FLOOR_MAX of
+        it; None if unreadable. The peak's rise, plus the pages touched less what the call left resident (touched
+        new pages are in the rise already; a negative difference is what it released), plus the bytes written to
+        files by the processes there both times: an honest call's own figures count about twice, a hidden buffer
+        once."""
         if mark is None:
             return None
-        handle, start = mark
+        handle, start, (kept, written) = mark
         try:
             if handle is not None:
                 with handle:
                     handle.seek(0)
-                    return max(0, int(handle.read()) - start)
-            return max(0, _read_int(f"{self.directory}/memory.max_usage_in_bytes") - start)
+                    peak = int(handle.read())
+            else:
+                peak = _read_int(f"{self.directory}/memory.max_usage_in_bytes")
+            pids = self.processes() or frozenset()
+            touched, left = _touched(pids), self._kept() - kept
+            held = (max(0, peak - start) + max(0, touched - left)
+                    + sum(max(0, n - written.get(pid, n)) for pid, n in _written(pids).items()))
         except (OSError, ValueError):
             return None
+        return max(0, held - min(floor or 0, FLOOR_MAX))
+
+    def _kept(self):
+        """The cgroup's anonymous and tmpfs bytes now (what its processes hold, page cache aside)."""
+        with open(f"{self.directory}/memory.stat") as f:
+            stat = dict(line.split()[:2] for line in f if line.strip())
+        return sum(int(stat.get(key, 0)) for key in (("anon", "shmem") if self._v2 else ("rss", "shmem")))
+
+
+def _touched(pids):
+    """Bytes of the pages the processes `pids` accessed since their bits were cleared, in the mappings that can hold
+    data: all but the private read-only mappings of files (a library's code, a file's contents as read)."""
+    total = 0
+    for pid in pids:
+        counted = True
+        try:
+            with open(f"/proc/{pid}/smaps") as f:
+                for line in f:
+                    if line[0] in "0123456789abcdef" and "-" in line.split(" ", 1)[0]:  # a mapping's first line
+                        fields = line.split()
+                        counted = len(fields) < 6 or not fields[5].startswith("/") or fields[1][1] == "w" \
+                            or fields[1][3] == "s"
+                    elif counted and line.startswith("Referenced:"):
+                        total += int(line.split()[1]) << 10
+        except (OSError, ValueError, IndexError):
+            pass
+    return total
+
+
+def _written(pids):
+    """{pid: bytes its threads (and reaped children) passed to write() and its kin so far} for the processes."""
+    found = {}
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/io") as f:
+                found[pid] = next(int(line.split()[1]) for line in f if line.startswith("wchar:"))
+        except (OSError, ValueError, IndexError, StopIteration):
+            pass
+    return found
 
 
 def _read_int(path):
