@@ -44,6 +44,9 @@ SENTENCES = {
     "permute": ("permute with a different number of dims than the tensor has", "", 0),
     "cat": ("torch.cat or torch.stack of tensors whose sizes differ outside the joined dim", "", 0),
     "indices": ("more indices than the tensor has dims", "", 0),
+    "belowlaunch": ("a Triton kernel run through the interpreter's executor directly (GridExecutor), below a launch, "
+                    "which the grader refuses while it counts a call: launch it as kernel[grid](...), which the grader "
+                    "runs and counts", "", 0),
 }
 
 

@@ -221,6 +221,8 @@ def test_a_kernels_work_cannot_be_hidden_forged_or_done_elsewhere(triton_kernel,
     assert error is not None, f"{name}: passed"
     if "copy kernel" in name or "copied in" in name:  # what catches it, decoy exponentials or not: what it loaded
         assert "loaded values x does not hold" in str(error), str(error)
+    if name == "the interpreter run directly":  # refused in the kernel, and the grader's sentence says why
+        assert "below a launch" in str(error), str(error)
 
 
 def test_a_kernel_that_never_ends_times_out_at_the_cells_limit_as_the_students(triton_kernel, meter):

@@ -211,6 +211,7 @@ CRASH_WORDS = (
     ("permute", ("number of dims don't match in permute", "does not match the length of the desired ordering")),
     ("cat", ("must match except in dimension",)),
     ("indices", ("too many indices",)),
+    ("belowlaunch", ("interpreter's executor directly, below a launch",)),  # (launch.py's own refusal)
 )
 
 
