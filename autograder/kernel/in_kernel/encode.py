@@ -61,6 +61,8 @@ def encode(value, depth=0, budget=None):
         array = np.ascontiguousarray(value)
         if array.dtype.kind not in NUMBER_KINDS:  # objects, dates, strings: not an answer the tests read as numbers
             return {"t": "handle", "id": _keep(value), "kind": "ndarray"}
+        if not array.dtype.isnative:  # big-endian numbers ('>f8', no dtype the grader reads): the same numbers, native
+            array = array.astype(array.dtype.newbyteorder("="))
         return {"t": "ndarray", "dtype": str(array.dtype), "shape": list(array.shape),
                 "b64": _b64encode(array.tobytes())}
     if isinstance(value, np.generic) and type(value).__module__ == "numpy" and value.dtype.kind in NUMBER_KINDS:
