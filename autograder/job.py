@@ -99,7 +99,8 @@ FLAG_KINDS = {  # every kind of flag, what it means for the reviewer (flags/ mak
     "reach": "the student's code names the grader's files (gradebook, solutions, hidden tests)",
     "introspect": "the student's code reads the running cell's source, the call stack or IPython's history",
     "escape": "the student's code runs work where a test's watch does not reach (threads, processes, ctypes)",
-    "kernel": "the student's code reaches the kernel's own machinery (display hook, transformers, tracebacks)",
+    "kernel": "the student's code reaches the kernel's own machinery (display hook, output formatters, IPython's "
+              "events, audit hooks, the built-ins table, transformers, tracebacks)",
     "size": "the notebook was trimmed before grading (outputs or cells past the limits); the original is kept",
     "invalid": "the notebook could not be read: not graded, entered with zero",
     "grading": "grading failed (the grader's fault or a dead worker): entered with zero, grade it again",

@@ -23,11 +23,14 @@ Cells are read as IPython runs them (`x = %history`, `!cmd` and magics become th
 and code passed as a constant string to eval/exec/compile is checked like a cell.
 - `escape`: runs work where the graded call's watch does not reach: another thread or process
   (`threading`, `concurrent.futures`, `multiprocessing`, `subprocess`, `os.fork`/`system`), a custom
-  operator (`torch.library`), `ctypes`, or torch's mode stack switched off or popped
+  operator (`torch.library`), `ctypes` (however reached: `sys.modules`, `.ctypes`, `numpy.ctypeslib`),
+  or torch's mode stack switched off or popped
   (`DisableTorchFunction`, `_DisableTorchDispatch`, `_pop_torch_function_stack`, ...): a forbidden
   operator or an untiled allocation run there is not seen by `cu.forbid` or the memory count;
 - `kernel`: reaches the kernel's own machinery (displayhook, AST/input transformers,
-  showtraceback, custom exception handlers, trace hooks), which can fake or hide a result;
+  showtraceback, custom exception handlers, trace hooks, output formatters, IPython's events, audit
+  hooks, the built-ins table or a dict subclass that could stand in for it), which can fake or hide a
+  result, also where getattr names it;
 - `structure`: a test cell deleted, edited, duplicated or turned into Markdown (or raw) (nbgrader
   restores edited and converted cells and grades them; a deleted test cell scores zero), or a graded
   cell moved out of its released order (grading runs cells in the submitted order).
