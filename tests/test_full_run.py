@@ -47,3 +47,16 @@ def test_the_default_runs_lesson_and_hostile_students_exist():
     source = inspect.getsource(hostile.build_class)
     assert [s for s in hostile.FAST_CLASS if f'"{s}":' not in source] == []
     assert "perfect" in hostile.FAST_CLASS  # every score of the class is read against the perfect student's
+
+
+def test_the_workers_are_handed_whole_groups(request):
+    """Under pytest-xdist, the tests that share an expensive fixture (the graded class, a module's) go to one worker
+    as one group (tests/conftest.py), which xdist marks by a suffix on each test's id. pytest 9.2 ignores xdist
+    3.8's suffix (pytest-xdist issue 1386): the run still passes, but the tests are handed out one by one and each
+    worker builds every shared fixture again (a fresh venv's full run built the mistakes' verdicts twice, 12 minutes
+    each, and the graded class twice, 9)."""
+    config = request.config
+    if not hasattr(config, "workerinput") or not config.getvalue("loadgroup"):
+        pytest.skip("not run by pytest-xdist's loadgroup (-n 0)")
+    assert request.node.nodeid.endswith("@tests/test_full_run.py"), \
+        f"pytest-xdist did not group the tests ({request.node.nodeid!r} has no @group): pip install 'pytest<9.2'"
