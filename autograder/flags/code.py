@@ -44,6 +44,8 @@ ESCAPE_NAMES = {"DisableTorchFunction", "DisableTorchFunctionSubclass", "_Disabl
                 "_set_torch_function_mode", "_len_torch_function_stack", "_get_function_stack_at",
                 "_push_on_torch_function_stack", "custom_op", "fork", "forkpty", "spawnv", "spawnl", "posix_spawn",
                 "system", "popen", "Thread", "ThreadPoolExecutor", "ProcessPoolExecutor", "start_new_thread",
+                # PyTorch's dispatcher registrations below torch.library (a refusal's kernels replaced or reset)
+                "_dispatch_library", "_dispatch_dump_table",
                 # Triton's interpreter, where lesson 11's count of a kernel's loads and stores is taken
                 "InterpreterBuilder", "interpreter_builder", "GridExecutor", "InterpretedFunction"}
 COMPARISON_DUNDERS = {"__eq__", "__ne__", "__lt__", "__le__", "__gt__", "__ge__", "__bool__", "__float__", "__abs__",

@@ -280,6 +280,7 @@ def test_what_can_replay_or_rewrite_a_result_after_the_call_is_flagged(code):
     ("import importlib\nimportlib.import_module('_ctypes')", "escape:"),
     ("import numpy as np\naddress = np.zeros(3).ctypes.data", "escape:"),
     ("from numpy import ctypeslib", "escape:"),
+    ("import torch\nlib = torch._C._dispatch_library('IMPL', 'aten', '', 'refusals.py', 102)", "escape:"),
     # gc's and sys's readers imported by name
     ("from gc import get_objects as everything\neverything()", "introspect:"),
     ("from sys import _getframe", "introspect:"),
