@@ -106,6 +106,12 @@ RULES = [
          "hung run change; the rest of the sandbox stays",
          tests=("test_a_hostile_kernel_leaves_the_victim_beside_it_with_its_grade",
                 "test_tests_run_a_hung_notebook_again_and_count_it_but_not_a_slow_cell")),
+    Rule("tests/autograder/test_resident.py",
+         "each case grades a lesson's memory test cell, calls at L = 4096 included, against a forged answer in a "
+         "sandboxed kernel of its own lesson (about 40 s a case on two cores, minutes on a loaded machine): "
+         "informative when the memory measurement (sandbox/cgroups.py KernelCgroup, Session._floor), the lessons' "
+         "memory tests or the sandbox change; lesson 09's honest answer, measured from outside, stays",
+         keep=lambda item: _param(item, "lesson") == "09"),
     Rule("tests/test_interrupted_run.py",
          "each case starts JupyterLab, a kernel and Chromium in a run of its own and interrupts it (about half a "
          "minute each): informative when tests/browser.py or tests/processes.py change; the mechanism, on a "

@@ -37,13 +37,17 @@ and code passed as a constant string to eval/exec/compile is checked like a cell
 
 One module per kind of rule: `code` (patch, eq, lie, helper, reach, kernel, over every cell and the
 code passed to eval/exec/compile), `introspect` and `history` (the introspect rule, and whose a
-history name is), `structure`; `syntax` reads a cell as IPython runs it.
+history name is), `structure`; `syntax` reads a cell as IPython runs it. `moves` is no flag of its
+own: the lines that move tensor data to numpy or raw memory, which the worker names beside a memory
+test that only the kernel's own count measured (an `integrity:` flag).
 """
 from .code import code_flags, test_helpers
+from .moves import data_moves
 from .structure import deleted_tests, structure_flags
 from .syntax import parse
 
-__all__ = ["code_flags", "deleted_tests", "flag_submission", "parse", "structure_flags", "test_helpers"]
+__all__ = ["code_flags", "data_moves", "deleted_tests", "flag_submission", "parse", "structure_flags", "student_code",
+           "test_helpers"]
 
 
 def flag_submission(submitted_nb, source_nb, release_nb=None):
@@ -53,9 +57,18 @@ def flag_submission(submitted_nb, source_nb, release_nb=None):
     source_nb: the instructor version; release_nb: the student version as released (its
     cells are provided code too).
     """
+    return structure_flags(submitted_nb, source_nb) + code_flags(student_code(submitted_nb, source_nb, release_nb),
+                                                                 test_helpers(source_nb))
+
+
+def student_code(submitted_nb, source_nb, release_nb=None, numbered=False):
+    """The code cells the student wrote: every one that is not a verbatim copy of a cell of the source or the
+    release (provided code, the stubs and the solutions as given); numbered: as (its place in the notebook, from 1,
+    source) pairs."""
     unchanged = {s.strip() for nb in (source_nb, release_nb) if nb is not None for s in _sources(nb)}
-    student_code = [s for s in _sources(submitted_nb) if s.strip() not in unchanged]
-    return structure_flags(submitted_nb, source_nb) + code_flags(student_code, test_helpers(source_nb))
+    cells = [(n, c.source) for n, c in enumerate(submitted_nb.cells, 1)
+             if c.cell_type == "code" and c.source.strip() not in unchanged]
+    return cells if numbered else [source for _, source in cells]
 
 
 def _sources(nb):

@@ -42,6 +42,7 @@ class Session(Lender):
         self.transport = transport
         self.cgroup = cgroup  # sandbox.KernelCgroup: the kernel's processes and resident memory, read from outside
         self.notes = []  # what a reviewer should see about the answers (work a measurement could not see)
+        self.moves = ()  # where the student's source moves tensor data out of torch's sight (flags.data_moves)
 
     def take_notes(self):
         """The notes made since the last call, for the caller to flag (job.event "integrity")."""
@@ -85,6 +86,7 @@ class Session(Lender):
             from_kernels(value, self._launched, label)
         absorb(answer, request.meters, resident)
         self._note_unseen(answer, request, label)
+        self._note_counted_inside(request, resident, label)
         self._mirror_changes(answer, request, args, kwargs, label)
         return value
 
@@ -209,6 +211,18 @@ class Session(Lender):
             what = "; ".join(in_kernel.UNSEEN[w] for w in sorted({w for w in unseen if w in in_kernel.UNSEEN}))
             self.notes.append(f"while its memory was measured, {label[:80]} {what or 'did unseen work'} (the count "
                               "covers torch calls in the calling thread): check its memory test by hand")
+
+    def _note_counted_inside(self, request, resident, label):
+        """A memory test the kernel's cgroup was to decide, measured by the kernel's own count only (no cgroup:
+        grading without root), in a submission whose source moves tensor data to numpy or raw memory, where that
+        count cannot see it: noted for review with the lines (read from the notebook, not from the kernel)."""
+        if resident is None and request.direct and self.moves and any(m.resident for m in request.meters["memory"]):
+            where = "; ".join(self.moves[:4]) + (" ..." if len(self.moves) > 4 else "")
+            note = (f"the memory of {str(label)[:80]} was counted only in the kernel (no cgroup: grading without "
+                    f"root), which sees no numpy or raw memory, and the notebook moves tensor data there ({where}): "
+                    "check its memory test by hand")
+            if note not in self.notes:
+                self.notes.append(note)
 
     def _mirror_changes(self, answer, request, args, kwargs, label):
         """Inputs the call changed in place: mirrored where the test replays the student's pieces, else refused."""

@@ -17,7 +17,7 @@ from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Enum, Integer, TraitError, validate
 
-from .. import cells, sandbox
+from .. import cells, flags, sandbox
 from ..kernel import integrity, meter, verdicts
 from ..sandbox import clock
 from .grades import WITHHELD
@@ -62,6 +62,10 @@ class GradingExecute(SlicedWaits, Execute):
         if source is None:
             raise ValueError("the lesson's source notebook was not found: its tests cannot run")
         self._watch = integrity.Watch(source)
+        # where the student's code moves tensor data out of torch's sight: named beside a memory test that only the
+        # kernel's own count measured (Session.moves)
+        release = lesson_notebook(self.config, resources, "release")
+        self._moves = flags.data_moves(flags.student_code(nb, source, release, numbered=True))
         self._tests, self._runner = verdicts.LessonTests(source), None
         self._integrity_off = not self.integrity_check
         self._reported, self._withheld = set(), []
@@ -90,6 +94,7 @@ class GradingExecute(SlicedWaits, Execute):
                 get_stdin_msg=run_sync(self.kc.stdin_channel.get_msg))
             self._runner = self._tests.runner(verdicts.Session(transport, meter=self._meter, cgroup=self._cgroup,
                                                                deadline=lambda: self._test_deadline))
+            self._runner.session.moves = tuple(self._moves)
         self._test_deadline = time.monotonic() + self._get_timeout(cell)  # the cell's limit (nbclient's), kept here
         try:
             stdout, error = self._runner.run(cells.grade_id(cell))

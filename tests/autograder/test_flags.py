@@ -300,3 +300,22 @@ def test_what_reaches_a_refusal_or_the_kernel_by_another_name_is_flagged(code, k
                                   "counts = {}\ncounts.get('the', 0)"])
 def test_honest_look_alikes_of_those_routes_are_not_flagged(code):
     assert _flags(code) == []
+
+
+@pytest.mark.parametrize("code, found", [
+    ("a = q.numpy()\n", "cell 3, line 1: .numpy"),
+    ("p = torch.from_numpy(np.exp(a))\n", "cell 3, line 1: .from_numpy"),
+    ("import ctypes\n", "cell 3, line 1: imports ctypes"),
+    ("x = 1\nimport mmap as m\n", "cell 3, line 2: imports mmap"),
+    ("from torch import frombuffer\n", "cell 3, line 1: imports frombuffer from torch"),
+    ("c = importlib.import_module('c' + 'types')\n", "cell 3, line 1: import_module of a computed name"),
+    ("f = getattr(q, 'data_ptr')\n", "cell 3, line 1: getattr of 'data_ptr'"),
+])
+def test_data_moved_out_of_torchs_sight_is_named_by_cell_and_line(code, found):
+    from autograder.flags import data_moves
+    assert data_moves([(3, code)]) == [found]
+
+
+def test_honest_tensor_code_moves_no_data():
+    from autograder.flags import data_moves
+    assert data_moves([(1, "def f(q, k):\n    w = torch.softmax(q @ k.mT, -1)\n    return getattr(w, 'sum')(-1)\n")]) == []
