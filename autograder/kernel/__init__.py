@@ -10,8 +10,8 @@ asks the kernel. Read in this order:
 - `codec`: answers decoded strictly into plain values and `Remote` handles; requests checked readable.
 - `transport`: one request over Jupyter (a silent execute, questions on stdin) or in this process.
 - `wire`: the limits, allow-lists and errors of the boundary, in one place.
-- `in_kernel/`: the only code that runs in the student's kernel: one program in six parts, sent with
-  every request.
+- `in_kernel/`: the grader's program in the student's kernel: one program in seven parts, each using only
+  earlier ones, sent with every request (the integrity check sends its own, below).
 - `integrity`: after each test cell, what the tests rely on in the kernel is compared with a baseline
   (a flag for review, never a score).
 - `meter`: lesson 11's Triton launches run and counted in a process of the grader's, never in the kernel.
