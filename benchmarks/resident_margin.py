@@ -26,7 +26,6 @@ from jupyter_core.utils import run_sync  # noqa: E402
 
 from autograder import cells, sandbox  # noqa: E402
 from autograder.kernel import verdicts  # noqa: E402
-from autograder.sandbox import policy  # noqa: E402
 from autograder.sandbox.limits import Limits  # noqa: E402
 from course_utils.memory import TensorMemory  # noqa: E402
 from tests.autograder.hostile import without_demonstrations  # noqa: E402
@@ -98,7 +97,7 @@ def main():
     args = parser.parse_args()
     if os.geteuid() != 0:
         sys.exit("root only: the kernel's memory cgroup is made and read as root")
-    settings, warnings = sandbox.probe(policy.sandbox_settings(tempfile.mkdtemp(), Limits()))
+    settings, warnings = sandbox.probe(sandbox.sandbox_settings(tempfile.mkdtemp(), Limits()))
     for w in warnings:
         print("warning:", w)
     calls = measured_calls()

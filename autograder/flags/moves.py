@@ -5,7 +5,7 @@ cannot see such memory (`Session.moves`). Read from the notebook as handed in, w
 """
 import ast
 
-from .syntax import parse
+from ..cell_code import parse
 
 # what takes a tensor's data out of torch, or puts data made elsewhere back in
 MOVES = {"numpy", "tolist", "data_ptr", "untyped_storage", "storage", "__array__", "__array_interface__", "__dlpack__",

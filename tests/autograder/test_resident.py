@@ -153,7 +153,7 @@ HONEST = {"08": ("test_tiled_attention", ["online_softmax_update", "tiled_attent
 def settings(tmp_path_factory):
     from autograder import sandbox
     from autograder.sandbox.limits import Limits
-    from autograder.sandbox.policy import sandbox_settings
+    from autograder.sandbox import sandbox_settings
     from tests.prerequisites import require, why_no_full_sandbox
     require(why_no_full_sandbox())
     found, warnings = sandbox.probe(sandbox_settings(tmp_path_factory.mktemp("course"), Limits()))
