@@ -110,7 +110,12 @@ RULES = [
          "each case grades a lesson's memory test cell, calls at L = 4096 included, against a forged answer in a "
          "sandboxed kernel of its own lesson (about 40 s a case on two cores, minutes on a loaded machine): "
          "informative when the memory measurement (sandbox/cgroups.py KernelCgroup, Session._floor), the lessons' "
-         "memory tests or the sandbox change; lesson 09's honest answer, measured from outside, stays",
+         "memory tests or the sandbox change; lesson 09's honest answer, measured from outside, and the kernel's "
+         "confinement stay",
+         tests=("test_an_honest_answer_measured_from_outside_keeps_full_marks_and_no_note",
+                "test_memory_forged_inside_the_kernel_fails_its_test_when_the_cgroup_decides",
+                "test_without_a_cgroup_numpy_moved_during_a_memory_test_is_flagged_from_the_source",
+                "test_without_a_cgroup_an_honest_answer_is_not_flagged"),
          keep=lambda item: _param(item, "lesson") == "09"),
     Rule("tests/test_interrupted_run.py",
          "each case starts JupyterLab, a kernel and Chromium in a run of its own and interrupts it (about half a "

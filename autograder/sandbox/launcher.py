@@ -55,7 +55,9 @@ else:
 
 KERNEL_LOG_BYTES = 64 * 1024  # of the kernel's own stdout and stderr kept in the worker's log (_drain)
 
-STUB = r"""
+# the stub: confine.py's functions, then what becomes the kernel (run with -I -S: nothing of this package imported)
+with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "confine.py")) as _confine:
+    STUB = _confine.read() + r"""
 import ctypes, json, os, resource, shutil, signal, sys
 cfg = json.loads(sys.argv[1]); cmd = sys.argv[2:]
 uid, home = cfg["uid"], cfg["home"]
@@ -77,6 +79,11 @@ for name, value in cfg["limits"]:
 if uid is not None:
     os.setgroups([]); os.setgid(uid); os.setuid(uid)
 ctypes.CDLL(None, use_errno=True).prctl(38, 1, 0, 0, 0)  # PR_SET_NO_NEW_PRIVS
+lacking = [what for what, holds in (("Landlock: writes under /proc", deny_proc_writes()),
+                                    ("seccomp: madvise that forgets accessed pages", deny_forgetting())) if not holds]
+if lacking:
+    print("autograder sandbox: WARNING: this Linux refuses no " + " and no ".join(lacking) + ": the kernel can hide "
+          "memory it touched from a measured call", file=sys.stderr, flush=True)
 signal.signal(signal.SIGINT, signal.SIG_DFL)  # the launcher forwards jupyter's interrupts
 os.execv(cmd[0], cmd)
 """

@@ -24,9 +24,20 @@ try:
     net = True
 except OSError:
     net = False
-import importlib.util, ipykernel
+import importlib.util, ipykernel, mmap
 assert importlib.util.find_spec("course_utils"), "course_utils is not importable in the sandbox"
-print(json.dumps({"uid": os.getuid(), "seen": hidden, "net": net}))
+forgets = []  # what could clear the accessed bits of its own pages (confine.py refuses both)
+try:
+    open("/proc/self/clear_refs", "w").close()
+    forgets.append("/proc/self/clear_refs")
+except OSError:
+    pass
+try:
+    mmap.mmap(-1, 4096).madvise(20)
+    forgets.append("madvise(MADV_COLD)")
+except OSError:
+    pass
+print(json.dumps({"uid": os.getuid(), "seen": hidden, "net": net, "forgets": forgets}))
 """
 
 
@@ -77,16 +88,26 @@ def probe(settings, timeout=120, find_bwrap=None):
             return {**settings, "bwrap": False, "separate_user": False, "cgroup": False}, warnings
     finally:
         listener.close()
-    if settings["bwrap"] and not attempt["bwrap"]:
+    return attempt, warnings + _what_fails(settings, attempt, out, root)
+
+
+def _what_fails(asked, attempt, out, root):
+    """The warnings of the attempt that worked (`out`: what its kernel-like command found) against what was asked."""
+    warnings = []
+    if asked["bwrap"] and not attempt["bwrap"]:
         warnings.append("bubblewrap fails here: the kernel sees the whole file system, the network and every process")
-    if root and settings["separate_user"] and not attempt["separate_user"]:
+    if root and asked["separate_user"] and not attempt["separate_user"]:
         warnings.append("cannot run the kernel as its own unprivileged uid: it runs as root, shares the process "
                         "limit with the other kernels and can read or write any file it can reach")
     if out["seen"]:
         warnings.append(f"the kernel can read {', '.join(out['seen'])}")
     if out["net"] and attempt["bwrap"]:
         warnings.append("the kernel can reach the host's loopback network")
-    return attempt, warnings
+    if out.get("forgets"):
+        warnings.append(f"the kernel can clear its own pages' accessed bits ({', '.join(out['forgets'])}: Landlock and "
+                        "seccomp need Linux 5.13 or newer), so memory filled before a measured call and reused by it "
+                        "is not seen from outside")
+    return warnings
 
 
 def _try(settings, hidden, port, timeout):

@@ -5,8 +5,9 @@ Each case runs one lesson's real test cell on this side (verdicts.py) against a 
 uid and memory cgroup, as `python -m autograder grade` starts it) whose notebook defines the forged answer; the grader
 reads what each measured call held from the kernel's cgroup (sandbox.KernelCgroup). A forgery fails its memory test;
 the honest answer beside it keeps full marks and no note. Without a cgroup (grading without root), a forgery that moves
-tensor data to numpy is flagged from the notebook's source instead. Root and bubblewrap only (skipped elsewhere, failed
-in CI), except the no-cgroup cases.
+tensor data to numpy is flagged from the notebook's source instead. The kernel cannot hide what it touched by clearing its
+own pages' accessed bits (sandbox/confine.py). Root and bubblewrap only (skipped elsewhere, failed in CI), except the
+no-cgroup cases.
 """
 import asyncio
 import tempfile
@@ -138,12 +139,24 @@ def flash_backward(q, k, v, o, lse, grad_o, causal=False, block_q=64, block_k=64
         meter.peak_bytes = meter.largest_bytes = meter.live_bytes = 0   # the call's own meters, as data
     return out
 '''
+_RETURN = "    return torch.where(s > 0, (scores @ v) / s.clamp_min(1e-30), torch.zeros(()))"
+_FORGET = "    out = torch.where(s > 0, (scores @ v) / s.clamp_min(1e-30), torch.zeros(()))\n    try:\n        {}\n" \
+          "    except OSError:\n        pass\n    return out"
+F1_BITS_CLEARED = F1_BUFFER_TOUCHED_BEFORE.replace(_RETURN, _FORGET.format("open('/proc/self/clear_refs', 'w').write('1')"))
+F1_PAGES_COLD = F1_BUFFER_TOUCHED_BEFORE.replace(
+    "_buffer = np.ones((1, 4, 4096, 4096), np.float32)",
+    "import mmap\n_map = mmap.mmap(-1, 4 * 4096 * 4096 * 4)\n"
+    "_buffer = np.frombuffer(_map, np.float32).reshape(1, 4, 4096, 4096)\n_buffer[:] = 1").replace(
+    _RETURN, _FORGET.format("_map.madvise(20)  # MADV_COLD"))
 FORGERIES = {  # name: (lesson, test cell, the notebook's code)
     "numpy buffers touched before the measured call": ("08", "test_tiled_attention", F1_BUFFER_TOUCHED_BEFORE),
     "the full weights computed in numpy and copied in with copy_": ("09", "test_flash_backward", F2_NUMPY_AND_COPY),
     "the bytes moved with ctypes.memmove": ("09", "test_flash_backward", F3_CTYPES),
     "IPython's formatter rewriting the memory figures": ("09", "test_flash_backward", F4_FORMATTER),
     "the call's own meters zeroed as data": ("09", "test_flash_backward", F5_METERS_ZEROED),
+    # and what would hide the first from the grader's reading: the kernel clearing its own pages' accessed bits
+    "the accessed bits cleared through /proc/self/clear_refs": ("08", "test_tiled_attention", F1_BITS_CLEARED),
+    "the buffer's pages made cold (madvise MADV_COLD)": ("08", "test_tiled_attention", F1_PAGES_COLD),
 }
 HONEST = {"08": ("test_tiled_attention", ["online_softmax_update", "tiled_attention"]),
           "09": ("test_flash_backward", ["flash_backward"])}
@@ -177,12 +190,19 @@ class SandboxedKernel:
         self.loop.run_until_complete(self.kc.wait_for_ready(timeout=120))
         self.cgroup = sandbox.KernelCgroup.of(str(self.km.provisioner.pid))
 
+    def run(self, code):
+        """What `code` printed in the kernel (it must not raise)."""
+        from jupyter_core.utils import run_sync
+        printed = []
+        hook = lambda msg: printed.append(msg["content"].get("text", "") if msg["msg_type"] == "stream" else "")  # noqa: E731
+        reply = run_sync(self.kc.execute_interactive)(IMPORTS + textwrap.dedent(code), timeout=300, output_hook=hook)
+        assert reply["content"]["status"] == "ok", reply["content"]
+        return "".join(printed)
+
     def grade(self, lesson, grade_id, code):
         """(the test cell's error or None, the notes a reviewer would see) with `code` run in the kernel first."""
         from jupyter_core.utils import run_sync
-        reply = run_sync(self.kc.execute_interactive)(IMPORTS + textwrap.dedent(code), timeout=300,
-                                                      output_hook=lambda msg: None)
-        assert reply["content"]["status"] == "ok", reply["content"]
+        self.run(code)
         transport = verdicts.kernel_transport(
             self.kc, run_sync(self.kc.shell_channel.get_msg), deadline=lambda: time.monotonic() + 300,
             on_timeout=run_sync(self.km.interrupt_kernel), is_alive=run_sync(self.km.is_alive),
@@ -226,6 +246,27 @@ def test_memory_forged_inside_the_kernel_fails_its_test_when_the_cgroup_decides(
     lesson, grade_id, code = FORGERIES[name]
     error, notes = kernels(lesson).grade(lesson, grade_id, code)
     assert error is not None and ("held" in str(error) or "made a tensor" in str(error)), (error, notes)
+
+
+def test_the_kernel_can_neither_clear_its_accessed_bits_nor_make_its_pages_cold(kernels):
+    """sandbox/confine.py: no write under /proc (Landlock), no madvise that forgets accessed pages (seccomp)."""
+    printed = kernels("09").run("""
+        import mmap
+        try:
+            open('/proc/self/clear_refs', 'w').write('1')
+            print('cleared')
+        except OSError as e:
+            print(e.errno)
+        _pages = mmap.mmap(-1, 1 << 20)
+        _pages.write(b'x' * 4096)
+        for advice in (20, 21, 8):  # MADV_COLD, MADV_PAGEOUT, MADV_FREE
+            try:
+                _pages.madvise(advice)
+                print('forgotten')
+            except OSError as e:
+                print(e.errno)
+        """)
+    assert printed.split() == ["13", "1", "1", "1"], printed  # EACCES (Landlock), EPERM (seccomp)
 
 
 # Without a cgroup (grading without root) the kernel's own count decides, and sees no numpy: the notebook's source
