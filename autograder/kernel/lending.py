@@ -18,7 +18,7 @@ import time
 import types
 
 from .codec import Remote, decode
-from .wire import CALLBACK_ERRORS, CALLBACK_OPS, LENT_CALL_MEMORY, MAX_ANSWER_CHARS, TEST_MODULE, GraderSideError
+from .wire import CALLBACK_ERRORS, CALLBACK_OPS, LENT_CALL_MEMORY, MAX_ESCAPED_CHARS, TEST_MODULE, GraderSideError
 
 
 @contextlib.contextmanager
@@ -155,7 +155,7 @@ class Lender:
         raise GraderSideError("a test's object used the student's kernel, over a transport that cannot carry it")
 
     def _callback(self, text):
-        if not isinstance(text, str) or len(text) > 2 * MAX_ANSWER_CHARS:
+        if not isinstance(text, str) or len(text) > MAX_ESCAPED_CHARS:
             raise ValueError("a question too large")
         question = json.loads(text)
         op, number = question["op"], int(question.get("id", 0))

@@ -17,7 +17,7 @@ import time
 import types
 
 from . import in_kernel
-from .wire import MAX_ANSWER_CHARS, GraderSideError, NoAnswer
+from .wire import MAX_ANSWER_CHARS, MAX_ESCAPED_CHARS, GraderSideError, NoAnswer
 
 STUB = in_kernel.SOURCE  # the kernel's side, one program
 
@@ -206,7 +206,7 @@ def kernel_transport(kc, get_shell_msg, deadline, on_timeout=None, is_alive=None
                                on_timeout, is_alive, questions if get_stdin_msg is not None else None)
         if get_stdin_msg is not None:
             return _sealed_answer(reply, sealed, get_stdin_msg, deadline)
-        text, answer = expression_text(reply, "answer", 2 * MAX_ANSWER_CHARS + 16), None  # (a repr escapes some)
+        text, answer = expression_text(reply, "answer", MAX_ESCAPED_CHARS + 16), None  # (a repr escapes some)
         if text is not None:
             answer = _literal(text)
         if not isinstance(answer, str):  # no answer set, or not one we can read: never the student's error
@@ -253,7 +253,7 @@ def _sealed_answer(reply, sealed, get_stdin_msg, deadline):
     if sealed:
         return NoAnswer(f"got {len(sealed)} answers from your kernel, one of them not from the grader's code")
     found = reply.get("content", {}).get("user_expressions", {}).get("answer", {})
-    text = expression_text(reply, "answer", 2 * MAX_ANSWER_CHARS + 16)
+    text = expression_text(reply, "answer", MAX_ESCAPED_CHARS + 16)
     if text is not None and _literal(text) == in_kernel.TAMPERED:
         return in_kernel.TAMPERED
     if found.get("status") == "error":

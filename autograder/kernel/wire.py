@@ -1,7 +1,7 @@
 """The kernel boundary's words: what a request may carry, how large an answer may be, and the grader's errors.
 
-Read by the codec, the lending side, the session and the transport (one place for every limit of the wire);
-the kernel's side keeps its own copy of its one limit (in_kernel.MAX_ANSWER_BYTES), read from there."""
+Read by the codec, the lending side, the session and the transport (one place for every limit of the wire); the
+limits the kernel's side enforces too (MAX_ANSWER_BYTES, MAX_NODES, the error names) are defined there, read here."""
 import builtins
 
 from . import in_kernel
@@ -10,15 +10,13 @@ DTYPES = {"float16", "float32", "float64", "float96", "float128", "int8", "int16
           "uint32", "uint64", "bool", "complex64", "complex128", "complex192", "complex256"}  # numpy's, every precision
 TORCH_ONLY = {"bfloat16"}
 MAX_ANSWER_CHARS = in_kernel.MAX_ANSWER_BYTES  # the kernel's own cap, the one limit on an answer
+MAX_ESCAPED_CHARS = 2 * MAX_ANSWER_CHARS  # a question, or an answer's text as a repr or JSON string (escapes) carries it
 MAX_DIMS = 64
-MAX_NODES = 200_000  # values in one answer (the kernel's encode refuses more, as an answer too large)
+MAX_NODES = in_kernel.MAX_NODES  # values in one answer (the kernel's encode refuses more, as an answer too large)
 TEST_MODULE = "__grader_test__"  # the module name of every test cell's and grader-setup cell's definitions
 LENT_CALL_MEMORY = 2**30  # bytes a lent object may add to the grader's process while the kernel's call runs it
 CALLBACK_OPS = {"call", "vjp", "getattr", "len", "list", "getitem", "bool", "next"}
-BUILTIN_ERRORS = {name: getattr(builtins, name) for name in
-                  "ArithmeticError AssertionError AttributeError IndexError KeyError LookupError NameError "
-                  "NotImplementedError OverflowError RecursionError RuntimeError TypeError "
-                  "ValueError ZeroDivisionError MemoryError".split()}
+BUILTIN_ERRORS = {name: getattr(builtins, name) for name in in_kernel.BUILTIN_ERRORS}  # the kinds an answer may name
 CALLBACK_ERRORS = set(BUILTIN_ERRORS) | {"StopIteration"}  # the kinds a failed question's reply may name
 COURSE_MODULES = {"builtins", "copyreg", "_codecs", "collections", "functools", "math", "torch", "numpy",
                   "course_utils"}  # what every kernel of the course can import: a request refers to nothing else

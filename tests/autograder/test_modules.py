@@ -299,3 +299,34 @@ def test_the_runs_public_face():
     reached = [f"{p.relative_to(REPO)}:{line} {name}" for p in outside for module, name, line in _from_imports(p)
                if module.startswith("autograder.run.") and name in run.__all__]
     assert not reached, f"the run's public names are imported from autograder.run: {reached}"
+
+
+def _globals_used_and_defined(source, name):
+    """(names the code reads as globals or builtins, names its top level binds) of one module's source."""
+    import symtable
+    top = symtable.symtable(source, name, "exec")
+    defined = {s.get_name() for s in top.get_symbols() if s.is_assigned() or s.is_imported() or s.is_namespace()}
+    used, tables = set(), [top]
+    while tables:
+        table = tables.pop()
+        free_at_top = table is top or table.get_type() == "class"  # a class body reads unbound names as globals
+        used |= {s.get_name() for s in table.get_symbols() if s.is_referenced() and (
+            s.is_global() or (free_at_top and not s.is_local() and not s.is_free()))}
+        tables += table.get_children()
+    return used, defined
+
+
+def test_the_in_kernel_program_is_written_in_order():
+    """Each part of the kernel's one program reads only names that earlier parts (or builtins) define, so the parts
+    read top to bottom: what a later part offers an earlier one comes as an argument (a cycle no import shows)."""
+    import builtins
+
+    from autograder.kernel import in_kernel
+    known = set(dir(builtins))
+    for part in in_kernel.PARTS:
+        source = part.read_text()
+        compile(source, str(part), "exec")
+        used, defined = _globals_used_and_defined(source, str(part))
+        assert not used - known - defined, f"{part.name} reads names no earlier part defines: {sorted(used - known - defined)}"
+        known |= defined
+    assert in_kernel.SOURCE == "\n".join(part.read_text() for part in in_kernel.PARTS)

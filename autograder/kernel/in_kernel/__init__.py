@@ -15,8 +15,8 @@ lambda) arrive *lent*: a `Lent` stand-in whose calls, public attributes, len, it
 are questions to the grader, asked with the kernel's `input()` (Jupyter's stdin channel) while
 the request runs. A stand-in works only during the request that brought it.
 
-This package is the only code that runs in the student's kernel. Its parts are one program, assembled in order
-(PARTS) into SOURCE, which is sent with every request (as bytecode, and as source for a kernel whose Python reads
+This package is the grader's program in the student's kernel (with the integrity check's, kernel/integrity.py).
+Its parts are one program, assembled in order (PARTS) into SOURCE, which is sent with every request (as bytecode, and as source for a kernel whose Python reads
 other bytecode) and run in a fresh namespace (`serve`), as a user expression of a silent execute,
 so there is nothing stored in the kernel that a cell could replace except the handle table.
 Whatever the student's code changes here, it can only change the data it sends back, which is
@@ -36,10 +36,12 @@ words (MAX_ANSWER_BYTES, UNSEEN, TAMPERED) and for in-process transports (transp
 import importlib.util
 from pathlib import Path
 
-PARTS = ("tools", "lent", "encode", "watch", "launch", "serve")
 # course_utils' refusal table (data only), read as text so that importing this package imports no torch: its
 # KERNELS, COMPUTING_KEYS and LAUNCHER_OPS are the program's own, whatever the kernel's copy says
 TABLE = Path(importlib.util.find_spec("course_utils").submodule_search_locations[0]) / "refusal_table.py"
-SOURCE = "\n".join([(Path(__file__).parent / f"{part}.py").read_text() for part in PARTS] + [TABLE.read_text()])
+# in order: each part uses only names the earlier ones define (what a later part offers comes as an argument)
+PARTS = (TABLE,) + tuple(Path(__file__).parent / f"{part}.py" for part in
+                         ("tools", "encode", "lent", "launch", "watch", "serve"))
+SOURCE = "\n".join(part.read_text() for part in PARTS)
 CODE = compile(SOURCE, "<autograder>", "exec")  # compiled once: run here, in in-process transports, and marshalled
 exec(CODE, globals())  # noqa: S102: the program above, as this module

@@ -1,7 +1,7 @@
-"""The kernel's side, part 5: Triton launches sent to the grader's meter while a test counts work.
+"""The kernel's side, part 4: Triton launches sent to the grader's meter while a test counts work.
 
 One part of one program (in_kernel/__init__.py assembles the parts in order into one namespace): it uses
-names the other parts define."""
+only names the earlier parts define (tests/autograder/test_modules.py checks)."""
 class _LaunchesElsewhere:
     """Entered: every Triton kernel launch is a question to the grader, which runs it in a process of its own and
     counts its work there (autograder/kernel/meter.py); this kernel sends the launched function's source, the
@@ -53,7 +53,7 @@ def _launch_elsewhere(self, *args, grid, warmup=False, **kwargs):
         ask = _LENDING["ask"]
         if ask is None:
             raise RuntimeError("a kernel launched outside the grader's call")
-        kind, value = _load(_b64decode(ask(_json(question))))
+        kind, value = _load(_b64decode(ask(_json(question))), Lent)
         if kind != "ok":
             raise _ERROR_CLASSES.get(str(value), RuntimeError)(
                 "the grader could not run this kernel launch (run this test cell in your notebook to see why)")

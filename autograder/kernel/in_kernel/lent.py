@@ -1,8 +1,10 @@
-"""The kernel's side, part 2: what a test lends, as stand-ins whose every use is a question to the grader.
+"""The kernel's side, part 3: what a test lends, as stand-ins whose every use is a question to the grader.
 
 One part of one program (in_kernel/__init__.py assembles the parts in order into one namespace): it uses
-names the other parts define."""
-_LENDING = {"ask": None, "namespace": None, "in_kernel": False}  # this request's way to ask the grader: None once the request is over
+only names the earlier parts define (tests/autograder/test_modules.py checks)."""
+# this request's way to ask the grader (ask(question text) -> reply text) and to serve the requests a reply carries
+# (answer(request bytes) -> answer text, serve.serve's): None once the request is over
+_LENDING = {"ask": None, "answer": None, "in_kernel": False}
 
 
 class Lent:
@@ -51,11 +53,12 @@ def _ask_grader(op, lent, args=(), kwargs=None):
     ask = _LENDING["ask"]
     if ask is None:
         raise RuntimeError(f"the test's {lent._label} was lent only for the call it was passed to")
-    question = _json({"op": op, "id": lent._number, "args": encode(list(args)), "kwargs": encode(dict(kwargs or {}))})
-    kind, value = _load(_b64decode(ask(question)))
+    question = _json({"op": op, "id": lent._number, "args": encode(list(args), Lent),
+                      "kwargs": encode(dict(kwargs or {}), Lent)})
+    kind, value = _load(_b64decode(ask(question)), Lent)
     while kind == "request":  # the lent object uses this notebook's objects: serve that, then ask again
-        answer = _json({"op": "answer", "text": _serve(value, _LENDING["namespace"])})
-        kind, value = _load(_b64decode(ask(answer)))
+        answer = _json({"op": "answer", "text": _LENDING["answer"](value)})
+        kind, value = _load(_b64decode(ask(answer)), Lent)
     if kind == "ok":
         return value
     error = _ERROR_CLASSES.get(str(value), RuntimeError)

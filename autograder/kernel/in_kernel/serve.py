@@ -1,7 +1,7 @@
 """The kernel's side, part 6: one request served, its answer written.
 
 One part of one program (in_kernel/__init__.py assembles the parts in order into one namespace): it uses
-names the other parts define."""
+only names the earlier parts define (tests/autograder/test_modules.py checks)."""
 def _grads(fn, args, kwargs, grad_output):
     import course_utils.charged_once as charged_once
     return charged_once.local_call_with_grads(fn, *args, grad_output=grad_output, **kwargs)
@@ -51,16 +51,16 @@ def serve(request, namespace, ask_grader=None, seal=None):
 
     ask_grader(question text) -> answer text: how a lent object asks the grader (None: nothing can be lent).
     seal(answer text): how the answer leaves the kernel before the request ends (_sealer; None: only returned)."""
-    _LENDING["ask"], _LENDING["namespace"] = ask_grader, namespace
+    _LENDING["ask"], _LENDING["answer"] = ask_grader, lambda nested: _serve(nested, namespace)
     try:
         return _serve(request, namespace, seal)
     finally:
-        _LENDING["ask"], _LENDING["namespace"] = None, None
+        _LENDING["ask"], _LENDING["answer"] = None, None
 
 
 def _serve(request, namespace, seal=None):
     try:
-        op, target, args, kwargs, forbidden, meters, in_place, stand_ins, only = _load(request)
+        op, target, args, kwargs, forbidden, meters, in_place, stand_ins, only = _load(request, Lent)
     except Tampered:
         return _sent(TAMPERED, seal)
     except Exception as e:  # noqa: BLE001: the grader sent what this kernel cannot read: the grader's problem
@@ -160,7 +160,7 @@ def _answer(op, target, args, kwargs, refusals, meters, in_place, stand_ins, nam
     finally:
         sys.stdout, sys.stderr = streams
     stack.close()
-    return {"ok": True, "value": encode(value), "changed": changed, **_measurements(measured)}
+    return {"ok": True, "value": encode(value, Lent), "changed": changed, **_measurements(measured)}
 
 
 def _error(e):

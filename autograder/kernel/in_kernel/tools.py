@@ -1,7 +1,7 @@
 """The kernel's side, part 1: its limits, and the tools it reads and writes with, as C made them.
 
 One part of one program (in_kernel/__init__.py assembles the parts in order into one namespace): it uses
-names the other parts define."""
+only names the earlier parts define (the refusal table, data, comes first) (tests/autograder/test_modules.py checks)."""
 import sys
 
 MAX_ANSWER_BYTES = 16 * 2**20  # the largest answer of any lesson's tests is about 0.2 MB
@@ -72,13 +72,14 @@ class _Reader:
         return self.read(len(self.data) - self.at if end < 0 else end + 1 - self.at)
 
 
-def _load(data):
-    """A request's pickle read by C's own Unpickler; handles and lent objects by their ids."""
+def _load(data, make_lent):
+    """A request's pickle read by C's own Unpickler; handles and lent objects by their ids (make_lent(number, label):
+    the stand-in of an object the grader lends, lent.Lent)."""
 
     class Unpickler(_c_class("_pickle", "Unpickler")):
         def persistent_load(self, pid):
             if pid[0] == "g":
-                return Lent(int(pid[1]), str(pid[2]))
+                return make_lent(int(pid[1]), str(pid[2]))
             return _table()[pid[1]]
 
     return Unpickler(_Reader(data)).load()

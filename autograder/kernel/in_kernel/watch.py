@@ -1,8 +1,8 @@
-"""The kernel's side, part 4: the watches a call runs under (forbidden operators, memory meters) and what
+"""The kernel's side, part 5: the watches a call runs under (forbidden operators, memory meters) and what
 they cannot see (work on other threads, data taken out of torch).
 
 One part of one program (in_kernel/__init__.py assembles the parts in order into one namespace): it uses
-names the other parts define."""
+only names the earlier parts define, and the refusal table's KERNELS, COMPUTING_KEYS and LAUNCHER_OPS (tests/autograder/test_modules.py checks)."""
 class _Stack:
     """Context managers entered one by one and left in reverse (contextlib's ExitStack, as this code's own)."""
 
