@@ -17,16 +17,17 @@ from .wire import COURSE_MODULES, DTYPES, MAX_DIMS, MAX_NODES, TORCH_ONLY, Grade
 
 
 class Remote:
-    """A handle on an object that stays in the student's kernel."""
-    __slots__ = ("_session", "_id", "_label")
+    """A handle on an object that stays in the student's kernel: every use is ask(op, id, args, kwargs, label), the
+    session's request (Session.ask)."""
+    __slots__ = ("_asker", "_id", "_label")
 
-    def __init__(self, session, number, label):
-        object.__setattr__(self, "_session", session)
+    def __init__(self, ask, number, label):
+        object.__setattr__(self, "_asker", ask)
         object.__setattr__(self, "_id", number)
         object.__setattr__(self, "_label", label)
 
     def _ask(self, op, args=(), kwargs=None, label=None):
-        return self._session.ask(op, self._id, args, kwargs or {}, label or self._label)
+        return self._asker(op, self._id, args, kwargs or {}, label or self._label)
 
     def __call__(self, *args, **kwargs):
         return self._ask("call", args, kwargs, f"{self._label}(...)")
@@ -61,6 +62,11 @@ class Remote:
         return self._ask("grads", (tuple(args), dict(kwargs), grad_output), label=f"{self._label}(...) forward and backward")
 
 
+def handle_id(remote):
+    """The kernel's id of the object a Remote handle stands for (how a request names it)."""
+    return object.__getattribute__(remote, "_id")
+
+
 class CourseOnly(pickle.Unpickler):
     def find_class(self, module, name):
         if module.split(".")[0] not in COURSE_MODULES:
@@ -77,15 +83,16 @@ def readable_in_any_course_kernel(payload):
     CourseOnly(io.BytesIO(payload)).load()
 
 
-def decode(value, session, label, callback=False):
+def decode(value, lent, ask, label, callback=False):
     """A kernel answer as plain values built here; anything unexpected is an UnreadableAnswer (a GraderSideError),
-    whatever went wrong while reading it, within a budget of MAX_NODES values.
+    whatever went wrong while reading it, within a budget of MAX_NODES values. lent: {id: object} the test lent to
+    the request under way; ask: the session's request, which each `Remote` handle in the answer makes.
 
     callback: these are the arguments of the kernel's call on a lent object (they may hold lent objects,
     and handles, which the lent object may use: the kernel answers while it waits)."""
     budget = [MAX_NODES]
     try:
-        return decode_value(value, session, label, 0, callback, budget)
+        return decode_value(value, (lent, ask), label, 0, callback, budget)
     except (GraderSideError, NotLent):
         raise
     except Exception as e:  # noqa: BLE001: a value the rules above did not foresee is still not data
@@ -133,7 +140,8 @@ def decode_torch_name(value, kind):
     return torch.device(name)
 
 
-def decode_value(value, session, label, depth, callback, budget):
+def decode_value(value, held, label, depth, callback, budget):
+    """held: (lent, ask), as decode takes them."""
     budget[0] -= 1
     if budget[0] < 0:
         raise UnreadableAnswer(f"an answer of more than {MAX_NODES} values")
@@ -158,28 +166,28 @@ def decode_value(value, session, label, depth, callback, budget):
     if kind in ("dtype", "device"):
         return decode_torch_name(value, kind)
     if kind == "slice":
-        parts = [decode_value(v, session, label, depth + 1, callback, budget) for v in value["items"]]
+        parts = [decode_value(v, held, label, depth + 1, callback, budget) for v in value["items"]]
         if len(parts) != 3 or any(p is not None and type(p) is not int for p in parts):
             raise UnreadableAnswer("a malformed slice")
         return slice(*parts)
     if kind in ("tuple", "list"):
-        items = [decode_value(v, session, f"{label}[{i}]", depth + 1, callback, budget) for i, v in enumerate(value["items"])]
+        items = [decode_value(v, held, f"{label}[{i}]", depth + 1, callback, budget) for i, v in enumerate(value["items"])]
         return tuple(items) if kind == "tuple" else items
     if kind == "dict":
         out = {}
         for k, v in value["items"]:
-            key = decode_value(k, session, label, depth + 1, callback, budget)
+            key = decode_value(k, held, label, depth + 1, callback, budget)
             if type(key) not in (str, int):
                 raise UnreadableAnswer("a dict key that is not a str or int")
-            out[key] = decode_value(v, session, f"{label}[{key!r}]", depth + 1, callback, budget)
+            out[key] = decode_value(v, held, f"{label}[{key!r}]", depth + 1, callback, budget)
         return out
     if kind == "handle":
-        return Remote(session, int(value["id"]), label)
+        return Remote(held[1], int(value["id"]), label)
     if kind == "lent":  # the test's own object, lent to this request, coming back (model.eval() returns self)
         number = int(value["id"])
-        if number not in session.lent:
+        if number not in held[0]:
             if callback:
                 raise NotLent("an object the test did not lend to this call")
             raise UnreadableAnswer("an answer naming an object the test did not lend")
-        return session.lent[number]
+        return held[0][number]
     raise UnreadableAnswer(f"unknown answer kind {kind!r}")

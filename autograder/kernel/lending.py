@@ -17,7 +17,9 @@ import pickle
 import time
 import types
 
-from .codec import Remote, decode
+import dataclasses
+
+from .codec import Remote, decode, handle_id
 from .wire import CALLBACK_ERRORS, CALLBACK_OPS, LENT_CALL_MEMORY, MAX_ESCAPED_CHARS, TEST_MODULE, GraderSideError
 
 
@@ -88,10 +90,22 @@ def vjp(fn, args, kwargs, grad_outputs):
     return [next(grads) if isinstance(t, torch.Tensor) and t.requires_grad else None for t in leaves]
 
 
-class Lender:
-    """The lending half of a Session: objects lent to the request under way, and the kernel's questions about them."""
+@dataclasses.dataclass(frozen=True)
+class CallRecord:
+    """What the grader's side of one direct call met while the kernel ran it (Lender.call_record)."""
+    launched: list          # the values each Triton launch of the call stored (one array per launch)
+    refusal: str | None     # why the grader's meter refused to run a launch
+    timeout: Exception | None  # a launch that ran past the cell's time limit
+    grader_failure: GraderSideError | None  # the grader could not answer a question: the call is the grader's
 
-    def __init__(self, meter=None, deadline=None):
+
+class Lender:
+    """What a Session lends: objects lent to the request under way, and the kernel's questions about them.
+
+    ask(op, id, args, kwargs, label): the session's request, made by the handles a question's arguments carry."""
+
+    def __init__(self, ask, meter=None, deadline=None):
+        self.ask = ask
         self.meter = meter  # meter.Meter: where the kernel's Triton launches run while a test counts them
         self.deadline = deadline  # () -> the monotonic time by which the running test cell must end (or None)
         self._work_meters, self._launched, self._launch_refusal, self._launch_timeout = (), None, None, None
@@ -101,14 +115,31 @@ class Lender:
         self._conversations = []  # converse functions of the kernel's questions under way, innermost last
         self._grader_failure = None
 
-    def _pickle(self, value):
+    def begin_call(self, args, kwargs, work_meters):
+        """A direct call starts: its arguments (values a launch may load) and the test's open count_work blocks."""
+        self._call_inputs, self._known_values = (args, kwargs), None
+        self._grader_failure, self._launch_refusal, self._launch_timeout, self._launched = None, None, None, []
+        self._work_meters = work_meters
+
+    def call_record(self):
+        return CallRecord(self._launched, self._launch_refusal, self._launch_timeout, self._grader_failure)
+
+    def conversing(self):
+        """converse(reply) -> the kernel's next prompt, of the innermost question under way; None outside one."""
+        return self._conversations[-1] if self._conversations else None
+
+    def end_request(self):
+        """Lent for one request: a kept stand-in answers nothing later."""
+        self.lent.clear()
+
+    def pickle(self, value):
         """`value` as a plain pickle: Remote handles by id, test-made objects lent (see the module docstring)."""
         session = self
 
         class Pickler(pickle.Pickler):
             def persistent_id(self, obj):
                 if type(obj) is Remote:
-                    return ("h", object.__getattribute__(obj, "_id"))
+                    return ("h", handle_id(obj))
                 if type(obj) is LendThis:
                     obj = obj.value
                 elif not stays_here(obj):
@@ -143,9 +174,9 @@ class Lender:
                 value = ("error", next((k.__name__ for k in type(e).__mro__ if k.__name__ in CALLBACK_ERRORS),
                                        "RuntimeError"))
             try:
-                reply = self._pickle(value)
+                reply = self.pickle(value)
             except Exception:  # noqa: BLE001: an answer pickle cannot carry: lend it instead
-                reply = self._pickle(("ok", LendThis(value[1])))
+                reply = self.pickle(("ok", LendThis(value[1])))
             return base64.b64encode(reply).decode()
         finally:
             self._conversations.pop()
@@ -164,8 +195,8 @@ class Lender:
         if op not in CALLBACK_OPS or number not in self.lent:
             raise TypeError("not a question about an object lent to this call")
         target = self.lent[number]
-        args = decode(question.get("args"), self, "argument", callback=True)
-        kwargs = decode(question.get("kwargs"), self, "argument", callback=True)
+        args = decode(question.get("args"), self.lent, self.ask, "argument", callback=True)
+        kwargs = decode(question.get("kwargs"), self.lent, self.ask, "argument", callback=True)
         if type(args) is not list or type(kwargs) is not dict:
             raise TypeError("malformed arguments")
         if op == "call":

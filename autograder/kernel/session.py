@@ -16,7 +16,7 @@ import numpy as np
 from . import crashes, in_kernel
 from .codec import decode, readable_in_any_course_kernel
 from .lending import Lender, LendThis, no_modes
-from .wire import BUILTIN_ERRORS, MAX_ANSWER_CHARS, GraderSideError, KernelRefused, NoAnswer
+from .wire import BUILTIN_ERRORS, MAX_ANSWER_CHARS, MAX_ESCAPED_CHARS, GraderSideError, KernelRefused, NoAnswer
 
 
 @dataclasses.dataclass
@@ -34,11 +34,12 @@ class _Request:
     payload: bytes = b""
 
 
-class Session(Lender):
-    """One kernel's conversation: `transport(bytes, answer_callback) -> answer text`."""
+class Session:
+    """One kernel's conversation: `transport(bytes, answer_callback) -> answer text`; what it lends, `lending`."""
 
     def __init__(self, transport, meter=None, deadline=None, cgroup=None):
-        super().__init__(meter, deadline)
+        self.lending = Lender(self.ask, meter, deadline)  # meter.Meter: where the kernel's Triton launches run
+        self.meter = meter
         self.transport = transport
         self.cgroup = cgroup  # sandbox.KernelCgroup: the kernel's processes and resident memory, read from outside
         self.notes = []  # what a reviewer should see about the answers (work a measurement could not see)
@@ -50,23 +51,23 @@ class Session(Lender):
         return notes
 
     def ask(self, op, target, args, kwargs, label):
-        if self._conversations:  # a lent object uses the student's objects while the kernel waits for it
+        if self.lending.conversing():  # a lent object uses the student's objects while the kernel waits for it
             return self._ask(op, target, args, kwargs, label, self._nested_transport)
         with no_modes():  # the test's own modes (forbid, TensorMemory) are sent with the request, for the kernel's work
             try:
                 return self._ask(op, target, args, kwargs, label, self.transport)
             finally:
-                self.lent.clear()  # lent for one request: a kept stand-in answers nothing later
+                self.lending.end_request()
 
     def _nested_transport(self, payload, answer_callback):
         """A request made while the kernel waits for the answer to its question: sent as that answer
         ("request", payload); the kernel serves it and asks again with {"op": "answer", "text": ...},
         asking its own questions about lent objects first if the request needs them."""
-        converse = self._conversations[-1]
+        converse = self.lending.conversing()
         prompt = converse(base64.b64encode(pickle.dumps(("request", payload), protocol=4)).decode())
         while True:
             try:
-                question = json.loads(prompt) if isinstance(prompt, str) and len(prompt) <= 2 * MAX_ANSWER_CHARS else None
+                question = json.loads(prompt) if isinstance(prompt, str) and len(prompt) <= MAX_ESCAPED_CHARS else None
             except ValueError:
                 question = None
             if type(question) is dict and question.get("op") == "answer":
@@ -76,14 +77,15 @@ class Session(Lender):
     def _ask(self, op, target, args, kwargs, label, transport):
         request = self._request(op, target, args, kwargs, transport)
         if request.direct:
-            self._call_inputs, self._known_values = (args, kwargs), None  # (what a launch may load: lending.py)
+            self.lending.begin_call(args, kwargs, request.meters["work"])
         text, resident = self._send(request, label, transport)
         answer = self._read(text, label)
+        record = self.lending.call_record()
         if not answer.get("ok"):
-            self._refuse(answer, request, label if op != "get" else target)
-        value = decode(answer.get("value"), self, label)
+            self._refuse(answer, request, label if op != "get" else target, record.refusal)
+        value = decode(answer.get("value"), self.lending.lent, self.ask, label)
         if self.meter is not None and request.only is not None and request.meters["work"] and request.direct:
-            from_kernels(value, self._launched, label)
+            from_kernels(value, record.launched, label)
         absorb(answer, request.meters, resident)
         self._note_unseen(answer, request, label)
         self._note_counted_inside(request, resident, label)
@@ -103,7 +105,7 @@ class Session(Lender):
         r.watched = seen and bool(r.forbidden or r.meters["memory"])
         stand_ins = {name: LendThis(part) for name, part in now.stand_ins.items()}
         try:
-            r.payload = self._pickle((op, target, tuple(args), dict(kwargs), r.forbidden, asked, r.in_place,
+            r.payload = self.lending.pickle((op, target, tuple(args), dict(kwargs), r.forbidden, asked, r.in_place,
                                       stand_ins, r.only))
             readable_in_any_course_kernel(r.payload)
         except (pickle.PicklingError, TypeError, AttributeError, pickle.UnpicklingError) as e:
@@ -113,20 +115,18 @@ class Session(Lender):
     def _send(self, request, label, transport):
         """(the kernel's answer text, what the call held as its cgroup reads it, or None); raises what the grader's
         side of the call met (a failure of its own, a launch past the cell's limit)."""
-        if request.direct:
-            self._grader_failure, self._launch_refusal, self._launch_timeout, self._launched = None, None, None, []
-            self._work_meters = request.meters["work"]
         if request.watched:
             self._other_processes(label, request.forbidden)
         floor = self._floor(transport) if request.outside else 0
         window = self.cgroup.start() if request.outside else None
-        text = transport(request.payload, self.answer_callback)
+        text = transport(request.payload, self.lending.answer_callback)
         resident = self.cgroup.added(window, floor) if window is not None else None
         if request.watched:
             self._other_processes(label, request.forbidden)
-        if self._grader_failure is not None:
-            raise self._grader_failure
-        if self._launch_timeout is not None:
+        record = self.lending.call_record()
+        if record.grader_failure is not None:
+            raise record.grader_failure
+        if record.timeout is not None:
             raise TimeoutError(f"{label}: your Triton kernel did not finish within the cell's time limit")
         return text, resident
 
@@ -135,7 +135,7 @@ class Session(Lender):
         memory is (KernelCgroup.added's floor): the request machinery's own touch of the kernel's objects, measured
         just before each call whose memory the cgroup decides."""
         window = self.cgroup.start()
-        transport(self._pickle(("get", "__name__", (), {}, (), (), False, {}, None)), self.answer_callback)
+        transport(self.lending.pickle(("get", "__name__", (), {}, (), (), False, {}, None)), self.lending.answer_callback)
         return self.cgroup.added(window) or 0
 
     def _read(self, text, label):
@@ -163,8 +163,9 @@ class Session(Lender):
                                  "unpickling needs, in torch, numpy or io, was replaced); restart it and leave them alone")
         return answer
 
-    def _refuse(self, answer, request, name):
-        """Raise what a failed call means for the test: the student's error, named by kind (never its text)."""
+    def _refuse(self, answer, request, name, launch_refusal=None):
+        """Raise what a failed call means for the test: the student's error, named by kind (never its text).
+        launch_refusal: why the grader's meter refused a Triton launch of the call (CallRecord.refusal)."""
         from course_utils.checks import ForbiddenCall
         kind = str(answer.get("error"))
         if kind == "Tampered":
@@ -180,9 +181,9 @@ class Session(Lender):
             raise ForbiddenCall(f"{name}: while your code ran, the grader's refusal of {switched} was switched off "
                                 "(a block exited early, or its kernels unregistered), so the call is refused: build it "
                                 "yourself and leave the refusal alone.")
-        if self._launch_refusal is not None:
+        if launch_refusal is not None:
             raise AssertionError(f"{name}: the grader cannot run your kernel as a Triton kernel: "
-                                 f"{self._launch_refusal}. A kernel may use tl.*, other @triton.jit functions, "
+                                 f"{launch_refusal}. A kernel may use tl.*, other @triton.jit functions, "
                                  "constants, and range, min, max, float, int, bool, len, abs, isinstance.")
         if kind == "ForbiddenCall":
             used, forbidden, only = answer.get("forbidden"), request.forbidden, request.only
@@ -231,7 +232,7 @@ class Session(Lender):
             for key, new in changed.items():
                 index = int(key) if key.isdigit() else key
                 source = args[index] if isinstance(index, int) and index < len(args) else kwargs.get(index)
-                copy_back(source, decode(new, self, label))
+                copy_back(source, decode(new, self.lending.lent, self.ask, label))
         elif changed:
             names = ", ".join(f"argument {int(k) + 1}" if str(k).isdigit() else f"{str(k)[:40]}="
                               for k in changed[:8] if type(k) is str)

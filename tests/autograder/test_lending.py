@@ -139,7 +139,7 @@ def test_a_request_carries_no_code_only_a_number_for_each_test_object():
     namespace = {"__name__": verdicts.TEST_MODULE}
     exec("def reference(x):\n    return x + len(%r)\nclass Fake:\n    pass\n" % secret, namespace)
     session = remote.Session(lambda payload, callback: None)
-    payload = session._pickle((namespace["reference"], namespace["Fake"](), lambda t: t * 7.25, torch.ones(2)))
+    payload = session.lending.pickle((namespace["reference"], namespace["Fake"](), lambda t: t * 7.25, torch.ones(2)))
     assert secret.encode() not in payload and b"7.25" not in payload and b"reference" in payload  # (its name only)
     ids = []
 

@@ -330,3 +330,66 @@ def test_the_in_kernel_program_is_written_in_order():
         assert not used - known - defined, f"{part.name} reads names no earlier part defines: {sorted(used - known - defined)}"
         known |= defined
     assert in_kernel.SOURCE == "\n".join(part.read_text() for part in in_kernel.PARTS)
+
+
+def _private(name):
+    return isinstance(name, str) and name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _private_fields(tree):
+    """{class name: private names its body defines or its methods assign on self} of one module."""
+    found = {}
+    for klass in (n for n in ast.walk(tree) if isinstance(n, ast.ClassDef)):
+        names = found.setdefault(klass.name, set())
+        for node in ast.walk(klass):
+            if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and node is not klass and _private(node.name):
+                names.add(node.name)
+            elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and _private(node.attr):
+                names.add(node.attr)
+            elif isinstance(node, ast.Assign) and any(getattr(t, "id", "") == "__slots__" for t in node.targets):
+                names |= {c.value for c in ast.walk(node.value) if isinstance(c, ast.Constant) and _private(c.value)}
+    return found
+
+
+def _root(node):
+    """The name an attribute chain starts from (os of os.path._x), or None."""
+    while isinstance(node, ast.Attribute):
+        node = node.value
+    return node.id if isinstance(node, ast.Name) else None
+
+
+_BY_NAME = {"getattr", "hasattr", "setattr", "delattr", "__getattribute__", "__setattr__", "__delattr__"}
+
+
+def test_no_private_field_is_read_across_files():
+    """A private attribute is read on self (or cls, super()) of a class that defines it in the same file, or on an
+    imported module: never on another object (x._id, getattr(x, "_id"), object.__getattribute__(x, "_id")) unless
+    the file defines that name, and never as state shared with a base class defined in another file."""
+    paths = [p for p in _python_files() if p.parts[len(REPO.parts)] == "autograder" and "in_kernel" not in p.parts]
+    trees = {path: ast.parse(path.read_text()) for path in paths}
+    classes = {name: (path, fields) for path, tree in trees.items() for name, fields in _private_fields(tree).items()}
+    wrong = []
+    for path, tree in trees.items():
+        here = set().union(*_private_fields(tree).values(), {n.name for n in tree.body if hasattr(n, "name")},
+                           {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets
+                            if isinstance(t, ast.Name)})
+        modules = {(a.asname or a.name).split(".")[0] for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))
+                   for a in n.names}
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and _private(node.attr) and node.attr not in here and not (
+                    getattr(node.value, "id", None) in {"self", "cls"} or _root(node.value) in modules) and not (
+                    isinstance(node.value, ast.Call) and getattr(node.value.func, "id", "") == "super"):
+                wrong.append(f"{path.relative_to(REPO)}:{node.lineno} .{node.attr}")
+            elif isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in _BY_NAME \
+                    and len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) \
+                    and _private(node.args[1].value) and node.args[1].value not in here:
+                wrong.append(f"{path.relative_to(REPO)}:{node.lineno} {node.args[1].value!r} by name")
+            elif isinstance(node, ast.ClassDef):
+                for base in node.bases:
+                    base_path, fields = classes.get(getattr(base, "id", getattr(base, "attr", "")), (path, set()))
+                    shared = fields & {n.attr for n in ast.walk(node) if isinstance(n, ast.Attribute)
+                                       and _private(n.attr) and getattr(n.value, "id", "") == "self"}
+                    if base_path != path and shared:
+                        wrong.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} shares {sorted(shared)} "
+                                     f"with its base in {base_path.relative_to(REPO)}")
+    assert not wrong, wrong
