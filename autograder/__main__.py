@@ -157,7 +157,7 @@ def main(argv=None):
 
 def _check(lessons):
     from .course import SOLUTIONS
-    from .kernel.verdicts import check_lesson
+    from .kernel import check_lesson
     failed = 0
     for lesson in lessons:
         path = Path(lesson) if lesson.endswith(".ipynb") else next(SOLUTIONS.glob(f"{lesson}*.ipynb"), None)

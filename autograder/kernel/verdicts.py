@@ -27,7 +27,7 @@ import io
 
 from .. import cells
 from .session import Session
-from .transport import in_process_transport, kernel_transport, silent_request  # noqa: F401 (the kernel's face)
+from .transport import in_process_transport, kernel_transport, silent_request  # noqa: F401 (for the tests)
 from .wire import TEST_MODULE, GraderSideError, KernelRefused
 
 SETUP_TAG = "grader-setup"

@@ -1,7 +1,8 @@
 """Running a submission: the test cells on the grader's side, the integrity flags, and the sandboxed kernel.
 
-GradingExecute is nbgrader's Execute with every graded test cell run here (verdicts.py), never in
-the kernel, and the integrity check (integrity.py) after each; plain `nbgrader autograde` with
+GradingExecute is nbgrader's Execute with every graded test cell run here, never in the kernel, through the
+kernel boundary (autograder/kernel: a test's Verdict is decided in Boundary.run_test, mapped here to the cell's
+outputs and events), and the integrity check after each; plain `nbgrader autograde` with
 the course's nbgrader_config.py uses it. SandboxedExecute, used by `python -m autograder grade`,
 adds the kernel launcher of sandbox/, a wall-clock budget per notebook, capped output, and a
 dead kernel (os._exit, a crash, a memory limit) failing the remaining cells instead of the
@@ -11,14 +12,13 @@ import json
 import os
 import time
 
-from jupyter_core.utils import run_sync
 from nbclient.exceptions import CellTimeoutError, DeadKernelError
 from nbformat.v4 import new_output
 from nbgrader.preprocessors import Execute
 from traitlets import Bool, Enum, Integer, TraitError, validate
 
 from .. import cells, flags, sandbox
-from ..kernel import integrity, meter, verdicts
+from .. import kernel
 from ..sandbox import clock
 from .grades import WITHHELD
 from ..sandbox.limits import Limits, refused
@@ -34,8 +34,8 @@ def error_output(ename, evalue):
 class GradingExecute(SlicedWaits, Execute):
     """nbgrader's Execute with the test cells run on the grader's side, and the integrity check.
 
-    A graded test cell is never sent to the kernel: verdicts.py runs it here, from the source
-    notebook, against the student's objects. Before the first cell, a silent request records
+    A graded test cell is never sent to the kernel: the boundary runs it here (kernel.Boundary.run_test), from
+    the source notebook, against the student's objects. Before the first cell, a silent request records
     what the tests rely on; after each graded test cell the same request is compared with it.
     A change is a flag for review (`integrity: ...`), never a score: the verdicts do not depend
     on the kernel's state, so a patch earns nothing and costs nothing the honest work earned.
@@ -58,23 +58,22 @@ class GradingExecute(SlicedWaits, Execute):
         return proposal["value"]
 
     def preprocess(self, nb, resources=None, km=None):
-        source = lesson_notebook(self.config, resources, "source")
-        if source is None:
+        self._source = lesson_notebook(self.config, resources, "source")
+        if self._source is None:
             raise ValueError("the lesson's source notebook was not found: its tests cannot run")
-        self._watch = integrity.Watch(source)
         # where the student's code moves tensor data out of torch's sight: named beside a memory test that only the
         # kernel's own count measured (Session.moves)
         release = lesson_notebook(self.config, resources, "release")
-        self._moves = flags.data_moves(flags.student_code(nb, source, release, numbered=True))
-        self._tests, self._runner = verdicts.LessonTests(source), None
+        self._moves = flags.data_moves(flags.student_code(nb, self._source, release, numbered=True))
+        self._boundary = None  # opened at the first code cell, the kernel started (open_boundary)
         self._integrity_off = not self.integrity_check
         self._reported, self._withheld = set(), []
         self._clock, self._starved, self._cgroup = None, False, None
-        self._meter = meter.Meter()
         try:
             nb, resources = super().preprocess(nb, resources, km)
         finally:
-            self._meter.close()
+            if self._boundary is not None:
+                self._boundary.close()
         resources.setdefault("autograder", {})[WITHHELD] = list(self._withheld)  # SaveGrades leaves them ungraded
         return nb, resources
 
@@ -86,41 +85,26 @@ class GradingExecute(SlicedWaits, Execute):
         self._cgroup = sandbox.KernelCgroup.of(str(launcher)) if launcher and os.geteuid() == 0 else None
 
     def _run_test_here(self, cell, index):
-        """A test cell's verdict, decided in this process (verdicts.py): the kernel never sees the test."""
-        if self._runner is None:
-            transport = verdicts.kernel_transport(
-                self.kc, run_sync(self.kc.shell_channel.get_msg), deadline=lambda: self._test_deadline,
-                on_timeout=run_sync(self.km.interrupt_kernel), is_alive=run_sync(self.km.is_alive),
-                get_stdin_msg=run_sync(self.kc.stdin_channel.get_msg))
-            self._runner = self._tests.runner(verdicts.Session(transport, meter=self._meter, cgroup=self._cgroup,
-                                                               deadline=lambda: self._test_deadline))
-            self._runner.session.moves = tuple(self._moves)
-        self._test_deadline = time.monotonic() + self._get_timeout(cell)  # the cell's limit (nbclient's), kept here
-        try:
-            stdout, error = self._runner.run(cells.grade_id(cell))
-        except verdicts.GraderSideError as e:
-            stdout, error = "", self._withhold(cell, f"the grader could not run test cell {cells.grade_id(cell)} ({e})")
-        if isinstance(error, TimeoutError):
-            starved, why = self._starved_timeout(f"test cell {cells.grade_id(cell)}")
-            if not starved:
-                event("timeout", f"cell {index} timed out: the student's code ran past the cell's limit during its "
-                      f"test ({why})")
-        if error is not None and self._starved:  # after a timeout the busy machine caused: not the student's
-            stdout, error = "", self._withhold(cell, f"test cell {cells.grade_id(cell)} failed after a cell timed out "
-                                                     "while the machine was too busy to run the kernel")
-        for note in self._runner.session.take_notes():
-            event("integrity", f"{note} (test cell {cells.grade_id(cell)})", cells.grade_id(cell))
-        cell.outputs = verdicts.outputs_for(stdout, error)
+        """A test cell's verdict (Boundary.run_test, decided there), as the cell's outputs and the job's events."""
+        verdict = self._boundary.run_test(cells.grade_id(cell), self._get_timeout(cell), self._busy)
+        if verdict.timeout:
+            event("timeout", f"cell {index} timed out: the student's code ran past the cell's limit during its test "
+                  f"({verdict.timeout})")
+        if verdict.outcome == kernel.WITHHELD:  # left for manual grading (SaveGrades)
+            self._withheld.append(verdict.grade_id)
+            event("grader", f"{verdict.why}: left for manual grading (pending in formgrader and the exports), review "
+                  "it", verdict.grade_id)
+        for note in verdict.notes:
+            event("integrity", f"{note} (test cell {verdict.grade_id})", verdict.grade_id)
+        cell.outputs = kernel.outputs_for(verdict.stdout, verdict.error)
         cell.execution_count = None
         return cell
 
-    def _withhold(self, cell, why):
-        """Leave a test cell for manual grading (SaveGrades): the error it shows, after a grader: event."""
-        self._withheld.append(cells.grade_id(cell))
-        event("grader", f"{why}: left for manual grading (pending in formgrader and the exports), review it",
-              cells.grade_id(cell))
-        return verdicts.GraderSideError(f"the grader could not judge this test ({why[:300]}): it is left for your "
-                                        "instructor to grade by hand")
+    def _busy(self, where, timed_out):
+        """(busy, timeout) for Boundary.run_test: whether the machine was too busy to run the kernel (after this
+        timeout or an earlier one), and the clock's words of a timeout just now that was the student's code."""
+        starved, why = self._starved_timeout(where) if timed_out else (False, "")
+        return self._starved, why if timed_out and not starved else ""
 
     def _kernel_clock(self):
         return clock.read(getattr(getattr(getattr(self, "km", None), "provisioner", None), "pid", None))
@@ -135,45 +119,28 @@ class GradingExecute(SlicedWaits, Execute):
             event(STARVED, f"{where} timed out while the machine was too busy to run the kernel ({why}): not charged")
         return starved, why
 
-    def _ask(self, mode):
-        """The integrity check's silent request (integrity.py); its parsed answer, or ValueError."""
-        nonce, expression = self._watch.request(mode)
-        # the baseline imports torch, numpy and course_utils (the notebook's first cells would): a cell's time
-        timeout = max(self.check_timeout, self.timeout) if mode == "baseline" else self.check_timeout
-        end = time.monotonic() + timeout
-        try:
-            reply = verdicts.silent_request(self.kc, run_sync(self.kc.shell_channel.get_msg), "", {"check": expression},
-                                            deadline=lambda: end, is_alive=run_sync(self.km.is_alive))
-        except TimeoutError:
-            raise ValueError(f"no answer within {timeout} s") from None
-        return self._watch.parse(nonce, reply)
-
     def preprocess_cell(self, cell, resources, index):
-        if cell.cell_type == "code" and not self._integrity_off and self._watch.baseline is None:
+        if cell.cell_type == "code" and self._boundary is None:
+            self._boundary = kernel.open_boundary(self.kc, self.km, self._source, cgroup=self._cgroup, moves=self._moves,
+                                                  check_seconds=self.check_timeout, baseline_seconds=self.timeout)
+        if cell.cell_type == "code" and not self._integrity_off and not self._boundary.checking():
             try:
-                self._watch.baseline = self._ask("baseline")
+                self._boundary.integrity("baseline")
             except Exception as e:  # noqa: BLE001: the grader's problem, never the student's score
                 self._integrity_off = True
                 event("integrity", f"not checked: the grader's check could not start ({e})")
         if cell.cell_type == "code":
             self._clock = self._kernel_clock()  # what the kernel has run and waited for, as this cell starts
-        if cells.is_test(cell) and cells.grade_id(cell) in self._tests.tests:
+        if cells.is_test(cell) and self._boundary.grades(cells.grade_id(cell)):
             cell = self._run_test_here(cell, index)
         else:
             cell, resources = super().preprocess_cell(cell, resources, index)
-        if cells.is_test(cell) and not self._integrity_off and self._watch.baseline is not None:
-            try:
-                changes = self._watch.changes(self._ask("check"))
-            except DeadKernelError:  # a crash, reported as one (runtime): nothing left to check
-                changes = []
-            except Exception as e:  # noqa: BLE001: a kernel that fakes or withholds the answer
-                changes = [f"the integrity check got no genuine answer ({e})"]
-            if changes:
-                for change in changes:
-                    if change not in self._reported:
-                        self._reported.add(change)
-                        event("integrity", f"{change} (first seen after test cell {cells.grade_id(cell)})",
-                              cells.grade_id(cell))
+        if cells.is_test(cell) and not self._integrity_off and self._boundary.checking():
+            for change in self._boundary.check():
+                if change not in self._reported:
+                    self._reported.add(change)
+                    event("integrity", f"{change} (first seen after test cell {cells.grade_id(cell)})",
+                          cells.grade_id(cell))
         return cell, resources
 
 

@@ -45,7 +45,7 @@ from pathlib import Path
 import nbformat
 
 from .. import outcome, sandbox
-from ..kernel import verdicts
+from ..kernel import lesson_modules
 from . import zygote
 from ..course import REPO, gradebook_path, sqlite_url, step_root, submissions
 from ..flags import flag_submission
@@ -231,7 +231,7 @@ def setup_modules(todo):
             source = nbformat.read(str(source_path), as_version=4)
         except Exception:  # noqa: BLE001: the lesson's worker reports an unreadable source
             continue
-        modules |= verdicts.LessonTests(source).modules()
+        modules |= lesson_modules(source)
     return zygote.preload(modules)
 
 

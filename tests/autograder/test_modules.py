@@ -393,3 +393,13 @@ def test_no_private_field_is_read_across_files():
                         wrong.append(f"{path.relative_to(REPO)}:{node.lineno} {node.name} shares {sorted(shared)} "
                                      f"with its base in {base_path.relative_to(REPO)}")
     assert not wrong, wrong
+
+
+def test_the_kernel_boundary_is_reached_through_its_face():
+    """Outside autograder/kernel/, the boundary is imported from the package (open_boundary, Verdict, ...), never
+    from one of its modules: what the package's __init__ offers is all another package may rely on."""
+    kernel = REPO / "autograder" / "kernel"
+    modules = {f"autograder.kernel.{p.stem}" for p in kernel.iterdir() if p.suffix == ".py" or (p / "__init__.py").exists()}
+    wrong = [f"{path.relative_to(REPO)}: {name}" for path in _python_files() if kernel not in path.parents
+             for name in sorted(_imports(path)) if any(name == m or name.startswith(m + ".") for m in modules)]
+    assert not wrong, wrong

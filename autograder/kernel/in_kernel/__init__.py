@@ -16,8 +16,8 @@ are questions to the grader, asked with the kernel's `input()` (Jupyter's stdin 
 the request runs. A stand-in works only during the request that brought it.
 
 This package is the grader's program in the student's kernel (with the integrity check's, kernel/integrity.py).
-Its parts are one program, assembled in order (PARTS) into SOURCE, which is sent with every request (as bytecode, and as source for a kernel whose Python reads
-other bytecode) and run in a fresh namespace (`serve`), as a user expression of a silent execute,
+Its parts are one program, assembled in order (PARTS) into SOURCE, each part using only names the earlier ones define,
+which is sent with every request (as bytecode, and as source for a kernel whose Python reads other bytecode) and run in a fresh namespace (`serve`), as a user expression of a silent execute,
 so there is nothing stored in the kernel that a cell could replace except the handle table.
 Whatever the student's code changes here, it can only change the data it sends back, which is
 its own answer: the comparison happens in the grader's process.

@@ -2,7 +2,8 @@
 they cannot see (work on other threads, data taken out of torch).
 
 One part of one program (in_kernel/__init__.py assembles the parts in order into one namespace): it uses
-only names the earlier parts define, and the refusal table's KERNELS, COMPUTING_KEYS and LAUNCHER_OPS (tests/autograder/test_modules.py checks)."""
+only names the earlier parts define, the refusal table's KERNELS, COMPUTING_KEYS and LAUNCHER_OPS among them
+(tests/autograder/test_modules.py checks)."""
 class _Stack:
     """Context managers entered one by one and left in reverse (contextlib's ExitStack, as this code's own)."""
 
