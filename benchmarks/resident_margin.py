@@ -26,6 +26,8 @@ from jupyter_core.utils import run_sync  # noqa: E402
 
 from autograder import cells, sandbox  # noqa: E402
 from autograder.kernel import verdicts  # noqa: E402
+from autograder.kernel import session as kernel_session
+from autograder.kernel import transport as transports
 from autograder.sandbox.limits import Limits  # noqa: E402
 from course_utils.memory import TensorMemory  # noqa: E402
 from tests.autograder.hostile import without_demonstrations  # noqa: E402
@@ -63,11 +65,11 @@ def run_lesson(lesson, settings, calls):
             group = sandbox.KernelCgroup.of(str(km.provisioner.pid))
             if group is None:
                 sys.exit("no readable memory cgroup for the kernel: run as root where cgroups can be made")
-            transport = verdicts.kernel_transport(
+            transport = transports.kernel_transport(
                 kc, run_sync(kc.shell_channel.get_msg), deadline=lambda: time.monotonic() + 300,
                 on_timeout=run_sync(km.interrupt_kernel), is_alive=run_sync(km.is_alive),
                 get_stdin_msg=run_sync(kc.stdin_channel.get_msg))
-            runner = verdicts.LessonTests(source).runner(verdicts.Session(transport, cgroup=group))
+            runner = verdicts.LessonTests(source).runner(kernel_session.Session(transport, cgroup=group))
             return list(_cells(nb, kc, runner, calls))
         finally:
             kc.stop_channels()

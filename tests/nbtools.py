@@ -194,10 +194,12 @@ class LessonCode:
         import contextlib
         import io
         from autograder.kernel import verdicts
+        from autograder.kernel import session as kernel_session
+        from autograder.kernel import transport as transports
         if self._grader_tests is None:
             self._grader_tests = verdicts.LessonTests(load(SOLUTIONS / f"{self.lesson}.ipynb"))
         with contextlib.redirect_stdout(io.StringIO()):
             kernel = self._answered(replacement)
-        runner = self._grader_tests.runner(verdicts.Session(verdicts.in_process_transport(kernel)))
+        runner = self._grader_tests.runner(kernel_session.Session(transports.in_process_transport(kernel)))
         with contextlib.redirect_stdout(io.StringIO()):
             return {test_id: runner.run(test_id)[1] for test_id in self.tests}

@@ -11,6 +11,7 @@ Read in this order:
 
 - `boundary`: the kernel opened for one notebook's tests, and each test's verdict.
 - `verdicts`: a lesson's tests, run on the grader's side, with their set-up.
+- `offline`: the `check` command: a solution's tests run the grader's way in this process, no kernel.
 - `session`: one kernel's conversation: a request made, sent, its answer read and applied (errors by kind,
   meters, in-place changes, notes for review); it has a `lending.Lender`.
 - `lending`: what a test defines stays here; the kernel gets stand-ins whose every use is a question back.
@@ -27,7 +28,7 @@ import importlib
 
 _FACE = {"open_boundary": "boundary", "Boundary": "boundary", "Verdict": "boundary", "PASSED": "boundary",
          "FAILED": "boundary", "TIMED_OUT": "boundary", "WITHHELD": "boundary", "outputs_for": "verdicts",
-         "check_lesson": "verdicts", "GraderSideError": "wire"}
+         "check_lesson": "offline", "GraderSideError": "wire"}
 __all__ = sorted([*_FACE, "lesson_modules"])
 
 

@@ -26,8 +26,6 @@ import contextlib
 import io
 
 from .. import cells
-from .session import Session
-from .transport import in_process_transport, kernel_transport, silent_request  # noqa: F401 (for the tests)
 from .wire import TEST_MODULE, GraderSideError, KernelRefused
 
 SETUP_TAG = "grader-setup"
@@ -35,7 +33,7 @@ SETUP_TAG = "grader-setup"
 
 # ------------------------------------------------------------------ a notebook's tests
 
-def _code(source):
+def code_of(source):
     """A cell's source with IPython magics and shell lines blanked (they mean nothing here)."""
     return "\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines())
 
@@ -64,7 +62,7 @@ def free_names(tree):
 
 def _top_level_names(source):
     try:
-        tree = ast.parse(_code(source))
+        tree = ast.parse(code_of(source))
     except SyntaxError:
         return set()
     names = set()
@@ -84,10 +82,10 @@ class LessonTests:
         setup = []
         for c in code:
             if SETUP_TAG in c.get("metadata", {}).get("tags", []):
-                setup.append(_code(c.source))
+                setup.append(code_of(c.source))
             elif not cells.is_answer(c) and not cells.is_test(c):
                 try:
-                    tree = ast.parse(_code(c.source))
+                    tree = ast.parse(code_of(c.source))
                 except SyntaxError:
                     continue
                 setup += [ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))]
@@ -108,7 +106,7 @@ class LessonTests:
         """Test cell `grade_id` worked out once, for every student: (the names it reads and never binds, in
         order; its code; the names it binds)."""
         if grade_id not in self._compiled:
-            tree = ast.parse(_code(self.tests[grade_id]))
+            tree = ast.parse(code_of(self.tests[grade_id]))
             self._compiled[grade_id] = (sorted(free_names(tree)), compile(tree, f"<test {grade_id}>", "exec"),
                                         _bound_names(tree))
         return self._compiled[grade_id]
@@ -189,39 +187,3 @@ def outputs_for(stdout, error):
         ename, evalue = type(error).__name__, str(error)[:2000]
         outputs.append(new_output("error", ename=ename, evalue=evalue, traceback=[f"{ename}: {evalue}"]))
     return outputs
-
-
-# ------------------------------------------------------------------ python -m autograder check NN
-
-def check_lesson(notebook_path, log=print):
-    """Run a solution notebook in this process, its test cells the grader's way; returns {grade_id: error or None}.
-
-    The answers and ready-made cells run in a namespace of their own (standing in for the kernel)
-    and every test cell runs through a Session, as in grading: a quick check that a lesson's
-    tests follow the rules of grader-side tests (see the module docstring).
-    """
-    import os
-    import re
-    import nbformat
-    os.environ.setdefault("COURSE_FAST", "1")
-    os.environ.setdefault("MPLBACKEND", "Agg")
-    nb = nbformat.read(str(notebook_path), as_version=4)
-    kernel = {"__name__": "__main__"}
-    runner = LessonTests(nb).runner(Session(in_process_transport(kernel)))
-    results = {}
-    for cell in nb.cells:
-        if cell.cell_type != "code" or cell.get("id") == "colab-setup":
-            continue
-        if cells.is_test(cell):
-            grade_id = cells.grade_id(cell)
-            _, error = runner.run(grade_id)
-            results[grade_id] = error
-            log(f"{grade_id}: " + ("passed" if error is None else f"FAILED {type(error).__name__}: {str(error)[:400]}"))
-            continue
-        source = re.sub(r"[ \t]*### (BEGIN|END) SOLUTION\n", "", _code(cell.source))
-        try:
-            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-                exec(compile(source, "<cell>", "exec"), kernel)
-        except Exception as e:  # noqa: BLE001: reported, the run goes on as a notebook's would
-            log(f"  (a ready-made or answer cell raised {type(e).__name__}: {str(e)[:200]})")
-    return results

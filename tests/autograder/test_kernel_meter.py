@@ -14,7 +14,8 @@ import torch
 import course_utils as cu
 from autograder.kernel import meter as kernel_meter
 from autograder.kernel import meter_process
-from autograder.kernel import verdicts
+from autograder.kernel import session as kernel_session
+from autograder.kernel import transport as transports
 from autograder.kernel import wire
 from course_utils.kernels import count_work
 from tests.mistakes.lesson11 import _solution, _variant
@@ -194,10 +195,10 @@ def graded(kernel, meter, code):
     the student's crash, which the grader charges)."""
     km, kc = kernel
     assert kc.execute_interactive(code, timeout=60)["content"]["status"] == "ok"
-    transport = verdicts.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: time.monotonic() + 60,
+    transport = transports.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: time.monotonic() + 60,
                                           on_timeout=km.interrupt_kernel, is_alive=km.is_alive,
                                           get_stdin_msg=kc.get_stdin_msg)
-    session = verdicts.Session(transport, meter=meter)
+    session = kernel_session.Session(transport, meter=meter)
     x = torch.randn(4, 50, generator=torch.Generator().manual_seed(1))
     try:
         with cu.forbid("torch.softmax"), cu.launcher_only(), count_work() as work:
@@ -237,10 +238,10 @@ def test_a_kernel_that_never_ends_times_out_at_the_cells_limit_as_the_students(t
     # this test's; the launch is tried again, three times at most, until the meter had the CPU to time it out
     while len(starved) < 3:
         end = time.monotonic() + 8
-        transport = verdicts.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: end,
+        transport = transports.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: end,
                                               on_timeout=km.interrupt_kernel, is_alive=km.is_alive,
                                               get_stdin_msg=kc.get_stdin_msg)
-        session = verdicts.Session(transport, meter=meter, deadline=lambda: end)
+        session = kernel_session.Session(transport, meter=meter, deadline=lambda: end)
         with pytest.raises((TimeoutError, wire.GraderSideError)) as stopped:
             with cu.launcher_only(), count_work():
                 session.fetch("softmax_rows")(x)

@@ -15,6 +15,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder.kernel import session as remote  # the Session (its lending half: lending.py)
 from autograder.kernel import verdicts
+from autograder.kernel import session as kernel_session
+from autograder.kernel import transport as transports
 from tests.autograder.test_verdicts import SETUP, _session, kernel, run_in_kernel  # noqa: F401 (a fixture)
 
 TESTS = {
@@ -159,7 +161,7 @@ def test_a_lent_object_asked_for_gigabytes_fails_the_students_call_and_the_grade
     exec("def make_cache(n):\n    return int(torch.ones(n, dtype=torch.uint8)[::4096].sum())\n", namespace)
     kernel = {"__name__": "__main__"}
     exec("def use(make):\n    return make(3 * 2**30)\ndef small(make):\n    return make(1000)\n", kernel)
-    session = verdicts.Session(verdicts.in_process_transport(kernel))
+    session = kernel_session.Session(transports.in_process_transport(kernel))
     with pytest.raises(RuntimeError, match="raised RuntimeError"):
         session.fetch("use")(namespace["make_cache"])
     assert session.fetch("small")(namespace["make_cache"]) == 1

@@ -17,6 +17,8 @@ import time
 import pytest
 
 from autograder.kernel import verdicts
+from autograder.kernel import session as kernel_session
+from autograder.kernel import transport as transports
 from tests.nbtools import SOLUTIONS, load
 
 LESSONS = {"08": "08_fast_attention", "09": "09_flash_backward_and_batching"}
@@ -203,11 +205,11 @@ class SandboxedKernel:
         """(the test cell's error or None, the notes a reviewer would see) with `code` run in the kernel first."""
         from jupyter_core.utils import run_sync
         self.run(code)
-        transport = verdicts.kernel_transport(
+        transport = transports.kernel_transport(
             self.kc, run_sync(self.kc.shell_channel.get_msg), deadline=lambda: time.monotonic() + 300,
             on_timeout=run_sync(self.km.interrupt_kernel), is_alive=run_sync(self.km.is_alive),
             get_stdin_msg=run_sync(self.kc.stdin_channel.get_msg))
-        session = verdicts.Session(transport, cgroup=self.cgroup)
+        session = kernel_session.Session(transport, cgroup=self.cgroup)
         error = verdicts.LessonTests(load(SOLUTIONS / f"{LESSONS[lesson]}.ipynb")).runner(session).run(grade_id)[1]
         return error, session.take_notes()
 
@@ -287,7 +289,7 @@ def counted_inside(kernel, code, lesson="09", grade_id="test_flash_backward"):
     from tests.autograder.test_verdicts import run_in_kernel
     km, kc = kernel
     assert run_in_kernel(kc, IMPORTS + textwrap.dedent(code)) == "ok"
-    session = verdicts.Session(verdicts.kernel_transport(
+    session = kernel_session.Session(transports.kernel_transport(
         kc, kc.get_shell_msg, deadline=lambda: time.monotonic() + 300, on_timeout=km.interrupt_kernel,
         is_alive=km.is_alive, get_stdin_msg=kc.get_stdin_msg))
     session.moves = tuple(data_moves([(5, code)]))

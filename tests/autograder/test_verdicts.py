@@ -14,6 +14,8 @@ from nbformat.v4 import new_code_cell, new_notebook
 
 from autograder.kernel import transport as kernel_transport_module
 from autograder.kernel import verdicts, wire
+from autograder.kernel import session as kernel_session
+from autograder.kernel import transport as transports
 
 SETUP = ("import numpy as np\nimport torch\nimport torch.nn.functional as F\nimport course_utils as cu\n"
          "from course_utils.memory import TensorMemory")
@@ -107,10 +109,10 @@ def run_in_kernel(kc, code):
 def _session(kernel):
     """A Session over the kernel fixture's client, as grading builds one (a 30 s limit per request)."""
     km, kc = kernel
-    transport = verdicts.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: __import__("time").monotonic() + 30,
+    transport = transports.kernel_transport(kc, kc.get_shell_msg, deadline=lambda: __import__("time").monotonic() + 30,
                                           on_timeout=km.interrupt_kernel, is_alive=km.is_alive,
                                           get_stdin_msg=kc.get_stdin_msg)
-    return verdicts.Session(transport)
+    return kernel_session.Session(transport)
 
 
 def grade(kernel, student_code):
@@ -259,7 +261,7 @@ def test_an_argument_changed_in_place_fails_the_call_and_never_reaches_the_tests
     import numpy as np
     kernel = {}
     exec("def shift(x):\n    x -= 1\n    return None", kernel)
-    session = verdicts.Session(verdicts.in_process_transport(kernel))
+    session = kernel_session.Session(transports.in_process_transport(kernel))
     x = np.array([3.0, 4.0])
     with pytest.raises(AssertionError, match=r"shift\(\.\.\.\) changed its input in place \(argument 1\)"):
         session.fetch("shift")(x)
@@ -580,15 +582,15 @@ def test_a_process_beside_the_kernel_is_seen_from_outside_however_the_kernel_hid
 
 
 def test_malformed_answers_are_the_graders_problem_not_data():
-    session = verdicts.Session(lambda payload, answer_callback: json.dumps({"ok": True, "value": {"t": "tensor", "dtype": "object",
+    session = kernel_session.Session(lambda payload, answer_callback: json.dumps({"ok": True, "value": {"t": "tensor", "dtype": "object",
                                                                                   "shape": [1], "b64": ""}}))
     with pytest.raises(verdicts.GraderSideError):
         session.fetch("x")
-    session = verdicts.Session(lambda payload, answer_callback: json.dumps({"ok": True, "value": {"t": "ndarray", "dtype": "float64",
+    session = kernel_session.Session(lambda payload, answer_callback: json.dumps({"ok": True, "value": {"t": "ndarray", "dtype": "float64",
                                                                                   "shape": [1000000], "b64": "AAAA"}}))
     with pytest.raises(verdicts.GraderSideError):
         session.fetch("x")
-    session = verdicts.Session(lambda payload, answer_callback: "not json")
+    session = kernel_session.Session(lambda payload, answer_callback: "not json")
     with pytest.raises(verdicts.GraderSideError):
         session.fetch("x")
 
@@ -605,7 +607,7 @@ MALFORMED = {  # every way an answer can fail to be data: one exception type, ne
 
 @pytest.mark.parametrize("name", sorted(MALFORMED))
 def test_every_answer_that_is_not_data_is_one_grader_side_error(name):
-    session = verdicts.Session(lambda payload, answer_callback: json.dumps({"ok": True, "value": MALFORMED[name]}))
+    session = kernel_session.Session(lambda payload, answer_callback: json.dumps({"ok": True, "value": MALFORMED[name]}))
     with pytest.raises(wire.GraderSideError):
         session.fetch("x")
 
@@ -657,7 +659,7 @@ def watched_grade(kernel, student_code):
 
     def ask(mode):
         nonce, expression = watch.request(mode)
-        reply = verdicts.silent_request(kc, kc.get_shell_msg, "", {"check": expression},
+        reply = transports.silent_request(kc, kc.get_shell_msg, "", {"check": expression},
                                         deadline=lambda: __import__("time").monotonic() + 120)
         return watch.parse(nonce, reply)
 
@@ -772,14 +774,14 @@ def test_free_names_are_what_a_cell_reads_and_never_binds():
 def test_an_error_kind_the_kernel_names_outside_the_allow_list_arrives_as_a_runtime_error(kind):
     """StopIteration raised in a test's generator would end the generator quietly; the others are not the
     student's to raise here: every kind outside the allow-list is a RuntimeError naming it."""
-    session = verdicts.Session(lambda payload, answer_callback: json.dumps({"ok": False, "error": kind}))
+    session = kernel_session.Session(lambda payload, answer_callback: json.dumps({"ok": False, "error": kind}))
     with pytest.raises(RuntimeError, match=f"raised {kind}"):
         session.fetch("f")(1)
 
 
 def test_an_answer_past_the_one_size_limit_fails_its_call_and_says_why():
     kernel = {"huge": lambda: torch.zeros(5 * 2**20), "fine": lambda: torch.zeros(1000)}  # 20 MiB of float32
-    session = verdicts.Session(verdicts.in_process_transport(kernel))
+    session = kernel_session.Session(transports.in_process_transport(kernel))
     assert session.fetch("fine")().shape == (1000,)
     with pytest.raises(AssertionError, match="more data than the grader accepts"):
         session.fetch("huge")()
@@ -800,7 +802,7 @@ def test_a_request_runs_as_one_expression_from_bytecode_or_from_source(bytecode,
             expression = expression.replace(kernel_transport_module._STUB_COMPILED, "")  # no bytecode at all: the source is compiled
         return eval(compile(expression, "<request>", "eval"), {})  # noqa: S307: the grader's own request
 
-    assert verdicts.Session(transport).fetch("triple")(torch.ones(2)).tolist() == [3.0, 3.0]
+    assert kernel_session.Session(transport).fetch("triple")(torch.ones(2)).tolist() == [3.0, 3.0]
 
 
 def test_the_check_command_passes_a_solution_and_fails_a_broken_one(tmp_path, capsys):

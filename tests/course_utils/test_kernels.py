@@ -158,14 +158,15 @@ def test_the_grader_adds_counts_made_in_the_kernel():
 
 def test_the_work_of_a_call_crosses_the_kernel_boundary():
     """A test's count_work block asks the kernel to count the call; the answer's figures land in the block."""
-    from autograder.kernel import verdicts
+    from autograder.kernel import session as kernel_session
+    from autograder.kernel import transport as transports
 
     def add(x, y):
         out = torch.empty_like(x)
         add_kernel[(1,)](x, y, out, x.numel(), BLOCK=64)
         return out
 
-    session = verdicts.Session(verdicts.in_process_transport({"add": add}))
+    session = kernel_session.Session(transports.in_process_transport({"add": add}))
     remote_add = session.fetch("add")
     with count_work() as work:
         got = remote_add(torch.ones(50), torch.ones(50))
