@@ -80,15 +80,16 @@ def _measuring(stack, meters):
     where TorchScript and autograd's own operators are seen too: the larger figures count); "work": in a grading
     kernel its Triton launches go to the grader, which runs and counts them (_LaunchesElsewhere), so nothing is
     measured here. Returns {meter: measurement}. In a grading kernel a memory measurement also notes work its meters (this thread's
-    torch modes) cannot see: "unseen", a list of UNSEEN's words (other threads' operators not where the grader
-    measures the kernel's resident memory from outside, "resident", which sees their allocations itself)."""
+    torch modes) cannot see: "unseen", a list of UNSEEN's words; not where the grader decides the call's memory from
+    outside the kernel ("resident"), whose cgroup sees other threads, processes and numpy itself (the watch's profile
+    hook and profiler made such a call several times slower: lesson 9's memory tests took 12 s against 8 s)."""
     meters = meters if type(meters) is tuple else ()
     taken = {}
     if "memory" in meters:
         from course_utils.allocations import AllocatedMemory
         from course_utils.memory import TensorMemory
-        if _LENDING["in_kernel"]:
-            taken["unseen"] = stack.enter(_WorkElsewhere(threads="resident" not in meters))
+        if _LENDING["in_kernel"] and "resident" not in meters:
+            taken["unseen"] = stack.enter(_WorkElsewhere())
         taken["memory"] = (stack.enter(TensorMemory()), stack.enter(AllocatedMemory()))
     if "work" in meters and _LENDING["in_kernel"]:  # (in the grader's own process its open blocks count the call)
         stack.enter(_LaunchesElsewhere())
@@ -114,10 +115,6 @@ class _WorkElsewhere:
     watching every thread), a process started or running (an audit hook), a tensor taken to numpy or a list
     (`_bridge_watch`, a profile hook), that hook switched off."""
 
-    def __init__(self, threads=True):
-        self.threads = threads  # False: no profiler (the grader measures the kernel's resident memory, which sees
-        # other threads' allocations, and would count the profiler's own: about 3 KB per operator it records)
-
     def __enter__(self):
         import threading
 
@@ -131,20 +128,18 @@ class _WorkElsewhere:
         self.inner = _Stack()
         self.started = self.inner.enter(processes.processes_started())
         self.profiler = self.inner.enter(profile(use_kineto=True, experimental_config=_ExperimentalConfig(
-            profile_all_threads=True))) if self.threads else None
+            profile_all_threads=True)))
         threading.setprofile(self.watch)  # threads started during the call
         sys.setprofile(self.watch)
         if self.every_thread:
             self.every_thread(self.watch)
-        if self.threads:
-            self.inner.enter(record_function(_CALL_MARK))
+        self.inner.enter(record_function(_CALL_MARK))
         return self.unseen
 
     def __exit__(self, kind, error, traceback):
-        mark = self.inner.entered.pop() if self.threads else None  # the call's mark ends first, then the watch,
-        try:                                                        # then the profiler
-            if mark is not None:
-                _type(mark).__exit__(mark, None, None, None)
+        mark = self.inner.entered.pop()  # the call's mark ends first, then the watch, then the profiler
+        try:
+            _type(mark).__exit__(mark, None, None, None)
         finally:
             watched = sys.getprofile() is self.watch
             if self.every_thread:
@@ -154,7 +149,7 @@ class _WorkElsewhere:
             self.inner.close()
         self.unseen += ["process"] * bool(self.started) + ["numpy"] * bool(self.bridged) + \
             ["unwatched"] * (not watched)
-        self.unseen += ["thread"] * (self.threads and _operators_on_other_threads(self.profiler))
+        self.unseen += ["thread"] * _operators_on_other_threads(self.profiler)
 
 
 def _bridge_watch():
