@@ -361,7 +361,8 @@ def test_a_test_the_grader_could_not_run_is_pending_not_zero_in_the_gradebook_an
 
 
 BROKEN_KERNELS = {  # each left its test cells pending, flagged `grader:` (issue 56): (code before the answers, score)
-    "audit_hook": ("import sys\ndef _hook(event, args):\n    if event == 'marshal.loads':\n        raise RuntimeError()\n"
+    # (one error formatted first: IPython 9 imports pygments the first time it formats one, see test_verdicts.py)
+    "audit_hook": ("import sys\nget_ipython().user_expressions({'warm': '1 / 0'})\ndef _hook(event, args):\n    if event == 'marshal.loads':\n        raise RuntimeError()\n"
                    "sys.addaudithook(_hook)\n", 0),
     "swapped": ("import builtins\nbuiltins.BaseException = ZeroDivisionError\n", 0),
     # the hidden test of double (an array) empties the shell's user_expressions: test_square gets no answer

@@ -747,8 +747,12 @@ def test_an_honest_answer_graded_with_the_integrity_check_keeps_full_marks_and_n
 
 # The student's failure that became the grader's (issue 56): each left every test cell pending, flagged `grader:`.
 KERNEL_BREAKERS = {
+    # (IPython 9 imports pygments' formatter and style the first time it formats an error: a hook that refuses every
+    # import would end that in the kernel's own message handler, no reply at all, and the cell's timeout, charged too
+    # but a minute per cell; one error formatted first, the hook meets only the grader's request)
     "an audit hook that kills every request": (
-        "import sys\ndef _hook(event, args):\n    if event == 'marshal.loads':\n        raise RuntimeError('no')\n"
+        "import sys\nget_ipython().user_expressions({'warm': '1 / 0'})\n"
+        "def _hook(event, args):\n    if event == 'marshal.loads':\n        raise RuntimeError('no')\n"
         "sys.addaudithook(_hook)\n", "raised RuntimeError in your kernel"),
     "BaseException swapped for a class no error is": (
         "import builtins\nbuiltins.BaseException = ZeroDivisionError\n"
