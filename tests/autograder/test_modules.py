@@ -17,10 +17,7 @@ def test_no_autograder_module_imports_one_that_imports_it():
         found = set()
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.ImportFrom):
-                base = node.module or ""
-                if node.level:
-                    parts = package.split(".")
-                    base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+                base = _absolute(node, package)
                 for alias in node.names:
                     for target in (f"{base}.{alias.name}", base):
                         if target in modules and target != name:
@@ -241,15 +238,21 @@ def _face(dotted):
     return names
 
 
+def _absolute(node, package):
+    """The module an `ImportFrom` node names, a relative one resolved against `package`."""
+    base = node.module or ""
+    if node.level:
+        parts = package.split(".")
+        base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+    return base
+
+
 def _from_imports(path):
     """(module, name, line) of each `from module import name` of the autograder in a file, relative ones resolved."""
     package = path.relative_to(REPO).parent.as_posix().replace("/", ".")
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                parts = package.split(".")
-                base = ".".join(parts[:len(parts) - node.level + 1] + ([base] if base else []))
+            base = _absolute(node, package)
             if base.split(".")[0] == "autograder":
                 yield from ((base, alias.name, node.lineno) for alias in node.names)
 
