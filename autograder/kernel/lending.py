@@ -248,18 +248,28 @@ class Lender:
         import numpy as np
         import torch
         if self._known_values is None:
-            found, stack = [np.array([0.0, np.inf, -np.inf])], [self._call_inputs]
-            while stack:
-                item = stack.pop()
-                if isinstance(item, torch.Tensor) and item.is_floating_point():
-                    found += [item.detach().to(dtype).double().numpy().ravel() for dtype in
-                              {item.dtype, torch.float64, torch.float32, torch.float16, torch.bfloat16}]
-                elif type(item) in (tuple, list):
-                    stack += list(item)
-                elif type(item) is dict:
-                    stack += list(item.values())
+            found = [np.array([0.0, np.inf, -np.inf])]
+            for item in float_tensors(self._call_inputs):
+                found += [item.detach().to(dtype).double().numpy().ravel() for dtype in
+                          {item.dtype, torch.float64, torch.float32, torch.float16, torch.bfloat16}]
             self._known_values = np.unique(np.concatenate(found))
         loaded = loaded[~np.isnan(loaded)]
         foreign = loaded[~np.isin(loaded, np.concatenate([self._known_values, *self._launched]))]
         self._known_values = np.union1d(self._known_values, foreign)  # (counted once a call: D loaded by two kernels)
         return int(foreign.size)
+
+
+def float_tensors(value):
+    """The floating-point tensors in `value`, found through tuples, lists and dict values (a call's arguments or
+    what it returned)."""
+    import torch
+    found, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor) and item.is_floating_point():
+            found.append(item)
+        elif type(item) in (tuple, list):
+            stack += list(item)
+        elif type(item) is dict:
+            stack += list(item.values())
+    return found

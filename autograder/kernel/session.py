@@ -15,7 +15,7 @@ import numpy as np
 
 from . import crashes, in_kernel
 from .codec import decode, readable_in_any_course_kernel
-from .lending import Lender, LendThis, no_modes
+from .lending import Lender, LendThis, float_tensors, no_modes
 from .wire import BUILTIN_ERRORS, MAX_ANSWER_CHARS, MAX_ESCAPED_CHARS, GraderSideError, KernelRefused, NoAnswer
 
 
@@ -289,16 +289,7 @@ def from_kernels(value, launched, label):
     holds values no kernel stored. NaN is left to the test's value checks."""
     import torch
     stored = np.unique(np.concatenate(launched)) if launched else np.zeros(0)
-    found, stack = [], [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, torch.Tensor) and item.is_floating_point() and item.numel():
-            found.append(item)
-        elif type(item) in (tuple, list):
-            stack += list(item)
-        elif type(item) is dict:
-            stack += list(item.values())
-    for tensor in found:
+    for tensor in (t for t in float_tensors(value) if t.numel()):
         values = tensor.detach().double().numpy().ravel()
         values = values[~np.isnan(values)]
         candidates = np.union1d(stored, torch.from_numpy(stored).to(tensor.dtype).double().numpy())
