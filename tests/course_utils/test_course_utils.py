@@ -331,6 +331,25 @@ def test_the_dispatcher_refuses_a_forbidden_operator_in_every_thread(route, only
     assert run() is not None                                          # and the operator is back after the block
 
 
+def test_a_refused_kernel_put_back_by_the_call_ends_the_refusal_whichever_it_is(only_new_children):
+    """The grader's kernel side checks intact() after each call; with it in every thread, the dispatch mode is left
+    out there, so every refused kernel must be checked, not one of them (a call re-registering the math softmax,
+    not the first kernel refused, went unseen)."""
+    import warnings
+
+    from course_utils.refusals import forbidden_in_every_thread
+    x = torch.randn(3, 5, dtype=torch.float64)
+    with forbidden_in_every_thread("torch.softmax") as intact:
+        assert intact()
+        lib = torch.library.Library("aten", "IMPL")
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lib.impl("_softmax", lambda t, dim, half: torch.exp(t) / torch.exp(t).sum(dim, keepdim=True), "CPU")
+        assert not intact()
+        lib._destroy()
+    assert torch.allclose(torch.softmax(x, -1), torch.exp(x) / torch.exp(x).sum(-1, keepdim=True))
+
+
 def test_no_process_starts_while_an_operator_is_forbidden_and_none_may_be_running(only_new_children):
     import subprocess
     import sys

@@ -134,7 +134,7 @@ def _answer(op, target, args, kwargs, refusals, meters, in_place, stand_ins, nam
             before = _arrays(args, kwargs) if op == "call" else {}
             call = _Stack()
             try:
-                held = held + _forbidding(call, refusals)
+                held = held + _forbidding(call, refusals, held)
                 measured = _measuring(call, meters)
                 if op == "call":
                     value = obj(*args, **kwargs)
@@ -149,7 +149,7 @@ def _answer(op, target, args, kwargs, refusals, meters, in_place, stand_ins, nam
             obj = _table()[target]
             call = _Stack()
             try:
-                held = held + _forbidding(call, refusals)
+                held = held + _forbidding(call, refusals, held)
                 value = _other(op, obj, args)
                 _still_refusing(held)
             except BaseException as e:  # noqa: BLE001

@@ -28,12 +28,13 @@ class _Stack:
             raise error
 
 
-def _forbidding(stack, refusals):
+def _forbidding(stack, refusals, everywhere=()):
     """The test's forbidden operators refused during the call by modes in this thread (which name the function the
-    code called); `only`, the test's launcher_only allow-list (None: none), by a dispatch mode in this thread. Not in
-    the grader's own process (the in-process transport of tests), where the test's lent objects run beside the call
-    and may use them. Both read the refusal table sent with this program (refusal_table.py's KERNELS and
-    LAUNCHER_OPS), never the kernel's copy. Returns the blocks held, for _still_refusing."""
+    code called: a function mode, and a dispatch mode for the aten kernels unless `everywhere`, the request's
+    _refusing_everywhere block, refuses those kernels in the dispatcher already); `only`, the test's launcher_only
+    allow-list (None: none), by a dispatch mode in this thread. Both read the refusal table sent with this program
+    (refusal_table.py's KERNELS and LAUNCHER_OPS), never the kernel's copy. Returns the blocks held, for
+    _still_refusing."""
     names, only = refusals
     if only is None and not names:
         return ()
@@ -42,7 +43,7 @@ def _forbidding(stack, refusals):
     if only is not None:
         held += _held(stack, refusals_of_course_utils.allowed_ops(*only, launcher_ops=LAUNCHER_OPS))
     if names:
-        held += _held(stack, refusals_of_course_utils.forbidden_ops(*names, kernels=KERNELS))
+        held += _held(stack, refusals_of_course_utils.forbidden_ops(*names, kernels=KERNELS, aten=not everywhere))
     return held
 
 
@@ -76,8 +77,9 @@ def _still_refusing(held):
 
 def _measuring(stack, meters):
     """What the call does, measured as the test asked: "memory", the tensors it allocates (as
-    course_utils.memory.TensorMemory counts them, and as allocations.AllocatedMemory counts them one level lower,
-    where TorchScript and autograd's own operators are seen too: the larger figures count); "work": in a grading
+    course_utils.memory.TensorMemory counts them, and, unless the cgroup decides on a machine without a GPU, as
+    allocations.AllocatedMemory counts them one level lower, where TorchScript and autograd's own operators are
+    seen too: the larger figures count); "work": in a grading
     kernel its Triton launches go to the grader, which runs and counts them (_LaunchesElsewhere), so nothing is
     measured here. Returns {meter: measurement}. In a grading kernel a memory measurement also notes work its meters (this thread's
     torch modes) cannot see: "unseen", a list of UNSEEN's words; not where the grader decides the call's memory from
@@ -86,11 +88,18 @@ def _measuring(stack, meters):
     meters = meters if type(meters) is tuple else ()
     taken = {}
     if "memory" in meters:
+        import torch
+
         from course_utils.allocations import AllocatedMemory
         from course_utils.memory import TensorMemory
         if _LENDING["in_kernel"] and "resident" not in meters:
             taken["unseen"] = stack.enter(_WorkElsewhere())
-        taken["memory"] = (stack.enter(TensorMemory()), stack.enter(AllocatedMemory()))
+        taken["memory"] = (stack.enter(TensorMemory()),)
+        # where the cgroup decides, it sees autograd's and TorchScript's host memory itself: the count one level
+        # lower (a Python call at every aten operator, the measured call twice as slow) runs only where memory
+        # could go to a GPU, which the cgroup does not see
+        if "resident" not in meters or torch.cuda.is_available() or torch.backends.mps.is_available():
+            taken["memory"] += (stack.enter(AllocatedMemory()),)
     if "work" in meters and _LENDING["in_kernel"]:  # (in the grader's own process its open blocks count the call)
         stack.enter(_LaunchesElsewhere())
     return taken
