@@ -9,8 +9,14 @@ rebuilt from the template's style sheets (with every url() and @import removed) 
 Content-Security-Policy that allows no script and no load from anywhere but data: images;
 the body goes through an allow-list (bleach): ALLOWED_TAGS, the attributes of each tag,
 links only to http, https, mailto or within the page, images only as base64 PNG, JPEG or
-GIF data, inline styles only without url(), expression() or escapes.
+GIF data, inline styles only without url(), expression() or escapes. An image it must drop (the lesson's
+"Open in Colab" badge, loaded from the network) becomes its alt text, not a broken image.
+
+Mathematics is rendered on the grader's side, since no script may typeset it in the browser: each `$...$` and
+`$$...$$` in the page's text (never in code or outputs) becomes MathML (latex2mathml), which browsers draw
+themselves, and that MathML goes through an allow-list of its own (MATHML_TAGS, MATHML_ATTRIBUTES) like the rest.
 """
+import functools
 import html
 import re
 
@@ -78,6 +84,64 @@ def _attribute_allowed(tag, name, value):
     return bool(check and check(value))
 
 
+MATHML_TAGS = frozenset("""math mrow mi mn mo ms mtext mspace msup msub msubsup mfrac msqrt mroot mover munder
+    munderover mtable mtr mtd mstyle mpadded mphantom menclose semantics annotation""".split())
+MATHML_VALUE = re.compile(r"[A-Za-z0-9 .%#+-]{0,40}")
+MATHML_ATTRIBUTES = frozenset("""display mathvariant stretchy fence separator lspace rspace movablelimits accent
+    accentunder columnalign columnspacing rowspacing width height depth minsize maxsize form largeop symmetric
+    scriptlevel displaystyle linethickness notation""".split())
+MAX_FORMULA_CHARS = 2000
+MATH = re.compile(r"\$\$([^$]{1,%d})\$\$|\$([^$]{1,%d})\$" % (MAX_FORMULA_CHARS, MAX_FORMULA_CHARS))
+MATH_FREE = ("pre", "code", "samp", "kbd", "tt")  # text inside these is code or output, never mathematics
+
+
+@functools.lru_cache(maxsize=1)
+def _mathml_cleaner():
+    from bleach.sanitizer import Cleaner
+    allowed = lambda tag, name, value: name in MATHML_ATTRIBUTES and bool(MATHML_VALUE.fullmatch(value))  # noqa: E731
+    return Cleaner(tags=MATHML_TAGS, attributes=allowed, protocols=(), strip=True, strip_comments=True)
+
+
+def _formula(latex, display):
+    """One formula as allow-listed MathML, or None where latex2mathml cannot read it (the text then stays)."""
+    import latex2mathml.converter
+    try:
+        mathml = latex2mathml.converter.convert(html.unescape(latex).strip(), display="block" if display else "inline")
+    except Exception:  # noqa: BLE001: any formula it cannot convert is shown as written
+        return None
+    return _mathml_cleaner().clean(_RAW_TEXT.sub("", mathml))
+
+
+MAX_FORMULAS = 2000  # a page's first (a lesson has at most 300); the rest stay as written, so no page takes long
+
+
+def render_math(body):
+    """The cleaned body with the formulas in its text (outside MATH_FREE elements) as MathML."""
+    parts, inside, out, budget = re.split(r"(<[^>]*>)", body), [], [], [MAX_FORMULAS]
+
+    def rendered(match):
+        budget[0] -= 1
+        mathml = budget[0] >= 0 and _formula(match.group(1) or match.group(2), bool(match.group(1)))
+        return mathml or match.group(0)
+
+    for part in parts:
+        tag = re.match(r"<(/?)([a-zA-Z0-9]+)", part)
+        if tag:
+            name = tag.group(2).lower()
+            if name in MATH_FREE and not part.endswith("/>"):
+                if tag.group(1):
+                    if name in inside:
+                        inside.remove(name)
+                else:
+                    inside.append(name)
+            out.append(part)
+        elif inside or "$" not in part:
+            out.append(part)
+        else:
+            out.append(MATH.sub(rendered, part))
+    return "".join(out)
+
+
 def _cleaner():
     from bleach.css_sanitizer import CSSSanitizer
     from bleach.sanitizer import Cleaner
@@ -90,6 +154,19 @@ def _cleaner():
 
 _RAW_TEXT = re.compile(r"<(script|style|template|noscript|textarea|title|iframe|noembed|noframes|xmp)\b[^>]*>"
                        r".*?</\1\s*>", re.S | re.I)
+
+
+_IMAGE_FROM_ELSEWHERE = re.compile(r"<img\b[^>]*>", re.I)
+
+
+def _alt_text(match):
+    """An image the page cannot show (any source but IMAGE_SOURCE's data) as its alt text; one it can, unchanged."""
+    tag = match.group(0)
+    source = re.search(r"""\bsrc\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", tag, re.I)
+    if source and IMAGE_SOURCE.fullmatch(_normalise(next(g for g in source.groups() if g is not None))):
+        return tag
+    alt = re.search(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", tag, re.I)
+    return html.escape(html.unescape(next((g for g in alt.groups() if g is not None), ""))) if alt else ""
 
 
 # a failed test's message wraps at the page's width instead of running off to the right in one line
@@ -116,7 +193,7 @@ def sanitize_page(page):
     title = re.search(r"<title>(.*?)</title>", head, re.S | re.I)
     title = html.escape(html.unescape(re.sub(r"<[^>]*>", "", title.group(1))).strip()) if title else "Feedback"
     styles = [_template_css(s) for s in re.findall(r"<style[^>]*>(.*?)</style\s*>", head, re.S | re.I)]
-    body = _cleaner().clean(_RAW_TEXT.sub("", body))
+    body = render_math(_cleaner().clean(_RAW_TEXT.sub("", _IMAGE_FROM_ELSEWHERE.sub(_alt_text, body))))
     return "\n".join([
         "<!DOCTYPE html>", "<html>", "<head>", '<meta charset="utf-8">',
         f'<meta http-equiv="Content-Security-Policy" content="{CSP}">',

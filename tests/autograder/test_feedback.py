@@ -327,6 +327,14 @@ ALLOWED_TAGS = {"a", "abbr", "b", "blockquote", "br", "caption", "cite", "code",
 HEAD_TAGS = {"html", "head", "meta", "title", "style", "body"}
 KNOWN_ATTRIBUTES = {"class", "id", "title", "href", "name", "src", "alt", "width", "height", "style", "colspan",
                     "rowspan", "align", "start", "border"}
+# presentation MathML (the rendered formulas), allowed inside <math> only, with presentational attributes only
+MATH_TAGS = {"math", "mrow", "mi", "mn", "mo", "ms", "mtext", "mspace", "msup", "msub", "msubsup", "mfrac", "msqrt",
+             "mroot", "mover", "munder", "munderover", "mtable", "mtr", "mtd", "mstyle", "mpadded", "mphantom",
+             "menclose", "semantics", "annotation"}
+MATH_ATTRIBUTES = {"display", "mathvariant", "stretchy", "fence", "separator", "lspace", "rspace", "movablelimits",
+                   "accent", "accentunder", "columnalign", "columnspacing", "rowspacing", "width", "height", "depth",
+                   "minsize", "maxsize", "form", "largeop", "symmetric", "scriptlevel", "displaystyle",
+                   "linethickness", "notation"}
 
 
 class Inspector(HTMLParser):
@@ -334,20 +342,28 @@ class Inspector(HTMLParser):
 
     def __init__(self):
         super().__init__(convert_charrefs=True)
-        self.problems, self.in_body, self.metas = [], False, []
+        self.problems, self.in_body, self.metas, self.in_math = [], False, [], 0
+
+    def handle_endtag(self, tag):
+        if tag == "math" and self.in_math:
+            self.in_math -= 1
 
     def handle_starttag(self, tag, attrs):
         if tag == "meta":
             self.metas.append(dict(attrs))
+        math = self.in_body and (self.in_math or tag == "math") and tag in MATH_TAGS
+        self.in_math += tag == "math" and math
         if tag == "body" and not self.in_body:
             self.in_body = True  # the page's own <body>: its attributes are checked below
-        elif (tag not in ALLOWED_TAGS and self.in_body) or tag not in ALLOWED_TAGS | HEAD_TAGS:
+        elif not math and ((tag not in ALLOWED_TAGS and self.in_body) or tag not in ALLOWED_TAGS | HEAD_TAGS):
             self.problems.append(f"tag <{tag}>")
         for name, value in attrs:
             value = value or ""
             flat = re.sub(r"[\x00-\x20\x7f-\xa0]+", "", html.unescape(value)).lower()
-            if name.startswith("on") or name not in KNOWN_ATTRIBUTES | ({"charset", "content", "http-equiv", "name"}
-                                                                         if tag == "meta" else set()):
+            if math and name not in MATH_ATTRIBUTES:
+                self.problems.append(f"<{tag} {name}=...> in a formula")
+            elif not math and (name.startswith("on") or name not in KNOWN_ATTRIBUTES | (
+                    {"charset", "content", "http-equiv", "name"} if tag == "meta" else set())):
                 self.problems.append(f"<{tag} {name}=...>")
             if name == "href" and not (flat.startswith(("http:", "https:", "mailto:", "#"))):
                 self.problems.append(f"<{tag} href={value!r}>")
@@ -356,7 +372,8 @@ class Inspector(HTMLParser):
             if name == "style" and re.search(r"url|expression|\\|@|javascript|import|behavior",
                                              re.sub(r"/\*.*?\*/", "", flat)):
                 self.problems.append(f"<{tag} style={value!r}>")
-            if name in ("width", "height") and not re.fullmatch(r"\d+(%|px)?", value):
+            if name in ("width", "height") and not re.fullmatch(r"-?[\d.]+(em|ex|px|%)?" if math else r"\d+(%|px)?",
+                                                                 value):
                 self.problems.append(f"<{tag} {name}={value!r}>")
             if name == "http-equiv" and value.lower() != "content-security-policy":
                 self.problems.append(f"<meta http-equiv={value!r}>")
@@ -415,6 +432,37 @@ def test_harmless_html_survives_the_sanitiser():
                  f'src="data:image/png;base64,{PNG}"', 'width="40"', 'style="text-align: right;"', 'colspan="2"',
                  '<h2 id="sec">', "p { color: red; background: none }"):
         assert kept in page, kept
+
+
+def test_formulas_in_text_become_mathml_and_code_outputs_and_prices_stay_as_written():
+    """No script may typeset in the reader's browser: the grader writes the formulas as MathML, which browsers
+    draw; text in code and outputs is never read as mathematics."""
+    body = ("<p>scores $QK^\\top/\\sqrt{d_k}$, then</p><p>$$\\mathrm{softmax}(x)_i = \\frac{e^{x_i}}{\\sum_j "
+            "e^{x_j}}$$</p><pre>it cost $5 and $6</pre><p><code>f\"{x:$^5}\"</code> and $a &lt; b$</p>")
+    page = sanitize_page(page_with(body))
+    body = page[page.index("<body>"):]
+    assert inspect(page) == [], body
+    assert body.count("<math") == 3 and '<math display="block">' in body and "<msqrt>" in body and "<mfrac>" in body
+    assert "<mo>&#x0003C;</mo>" in body                                  # a < b: the operator, escaped
+    assert "<pre>it cost $5 and $6</pre>" in body and '$^5}"</code>' in body
+    assert "\\sqrt" not in body
+
+
+@pytest.mark.parametrize("latex", [r"\href{javascript:alert(1)}{x}", r"\text{<script>window.PWNED=1</script>}",
+                                   r"\text{&lt;img src=x onerror=alert(1)&gt;}", r"\style{background:url(http://e/x)}{x}",
+                                   r"\text{</math><img src=x onerror=alert(1)>}"])
+def test_a_hostile_formula_renders_nothing_active(latex):
+    page = sanitize_page(page_with(f"<p>${latex}$</p>"))
+    assert inspect(page) == [], page[page.index("<body>"):]
+    assert not re.search(r"<(script|img)\b|href=|onerror|url\(", page.split("<body>", 1)[1], re.I)
+
+
+def test_an_image_from_the_network_shows_its_alt_text_not_a_broken_image():
+    badge = ('<a href="https://colab.research.google.com/x"><img src="https://colab.research.google.com/assets/'
+             'colab-badge.svg" alt="Open In Colab"/></a>')
+    body = sanitize_page(page_with(badge + f"<img src='data:image/png;base64,{PNG}' alt='plot'>")).split("<body>")[1]
+    assert '<a href="https://colab.research.google.com/x">Open In Colab</a>' in body
+    assert body.count("<img") == 1 and f"data:image/png;base64,{PNG}" in body
 
 
 def hostile_notebook():
