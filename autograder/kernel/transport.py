@@ -17,7 +17,7 @@ import time
 import types
 
 from . import in_kernel
-from .wire import MAX_ANSWER_CHARS, MAX_ESCAPED_CHARS, GraderSideError, NoAnswer
+from .wire import MAX_ESCAPED_CHARS, MAX_SEALED_CHARS, GraderSideError, NoAnswer
 
 STUB = in_kernel.SOURCE  # the kernel's side, one program
 
@@ -225,7 +225,7 @@ def _literal(text):
 
 def _sealed_text(prompt):
     """The answer a stdin prompt carries if it is a sealed answer (in_kernel.SEALED), else None."""
-    if not isinstance(prompt, str) or not prompt.startswith(in_kernel.SEALED) or len(prompt) > 3 * MAX_ANSWER_CHARS:
+    if not isinstance(prompt, str) or not prompt.startswith(in_kernel.SEALED) or len(prompt) > MAX_SEALED_CHARS:
         return None
     try:
         message = json.loads(prompt)

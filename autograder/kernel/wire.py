@@ -11,6 +11,7 @@ DTYPES = {"float16", "float32", "float64", "float96", "float128", "int8", "int16
 TORCH_ONLY = {"bfloat16"}
 MAX_ANSWER_CHARS = in_kernel.MAX_ANSWER_BYTES  # the kernel's own cap, the one limit on an answer
 MAX_ESCAPED_CHARS = 2 * MAX_ANSWER_CHARS  # a question, or an answer's text as a repr or JSON string (escapes) carries it
+MAX_SEALED_CHARS = 3 * MAX_ANSWER_CHARS  # a sealed answer's prompt: the answer as a JSON string (escaped) in an object
 MAX_DIMS = 64
 MAX_NODES = in_kernel.MAX_NODES  # values in one answer (the kernel's encode refuses more, as an answer too large)
 TEST_MODULE = "__grader_test__"  # the module name of every test cell's and grader-setup cell's definitions

@@ -57,3 +57,12 @@ def lesson():
 
 def write_lesson(path):
     nbformat.write(lesson(), str(path))
+
+
+def stuck_worker(job_file):
+    """A grading worker that never finishes (zygote target "tests.autograder.tiny:stuck_worker"): what the hard limit
+    is for, whatever holds a real one up (a kernel that never starts, a hung filesystem)."""
+    import time
+    print(f"stuck on {job_file}", flush=True)
+    time.sleep(600)
+
