@@ -84,8 +84,8 @@ class StorageLedger:
 
 
 # The ledger's own looks at a tensor (its device, its storage) are torch functions too: run with torch function
-# modes off, so that no mode open beside this one (a refusal, a second meter) sees and checks each of them. It
-# made every counted operator several calls of every other mode: lesson 9's measured backward pass 3x slower.
+# modes off, so that no mode open beside this one (a refusal, a second meter) sees and checks each of them (they
+# made each counted operator about eight calls of the refusal's mode in lesson 9's measured backward pass).
 _unwatched = torch._C.DisableTorchFunction
 
 
