@@ -58,10 +58,10 @@ class StorageLedger:
     def _count(self, func, args, kwargs):
         """Run func(*args, **kwargs) and count every new storage among the tensors it returns."""
         with _unwatched():
-            known = {self._key(t) for t in _tensors((args, kwargs))}
+            known = {self._key(t) for t in tensors_in((args, kwargs))}
         out = func(*args, **(kwargs or {}))
         with _unwatched():
-            for tensor in _tensors(out):
+            for tensor in tensors_in(out):
                 key = self._key(tensor)
                 entry = self._users.get(key)
                 if entry is not None:
@@ -89,20 +89,19 @@ class StorageLedger:
 _unwatched = torch._C.DisableTorchFunction
 
 
-def _tensors(value, found=None):
-    """The tensors in an operator's arguments or results: through tuples (named ones, torch.return_types),
-    lists and dicts, as torch's pytree walks them, without its cost per leaf."""
-    found = [] if found is None else found
-    if isinstance(value, torch.Tensor):
-        found.append(value)
-    elif isinstance(value, (tuple, list)):
-        for item in value:
-            if isinstance(item, torch.Tensor):
-                found.append(item)
-            elif isinstance(item, (tuple, list, dict)):
-                _tensors(item, found)
-    elif isinstance(value, dict):
-        _tensors(tuple(value.values()), found)
+def tensors_in(value):
+    """The tensors in an operator's arguments or results (or any value): through tuples (named ones,
+    torch.return_types), lists and dict values, as torch's pytree walks them but without its cost per leaf, and
+    without recursion, however deep the value."""
+    found, stack = [], [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, torch.Tensor):
+            found.append(item)
+        elif isinstance(item, (tuple, list)):
+            stack.extend(item)
+        elif isinstance(item, dict):
+            stack.extend(item.values())
     return found
 
 

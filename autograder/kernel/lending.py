@@ -262,14 +262,5 @@ class Lender:
 def float_tensors(value):
     """The floating-point tensors in `value`, found through tuples, lists and dict values (a call's arguments or
     what it returned)."""
-    import torch
-    found, stack = [], [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, torch.Tensor) and item.is_floating_point():
-            found.append(item)
-        elif type(item) in (tuple, list):
-            stack += list(item)
-        elif type(item) is dict:
-            stack += list(item.values())
-    return found
+    from course_utils.memory import tensors_in
+    return [tensor for tensor in tensors_in(value) if tensor.is_floating_point()]

@@ -65,4 +65,3 @@ def stuck_worker(job_file):
     import time
     print(f"stuck on {job_file}", flush=True)
     time.sleep(600)
-
