@@ -159,14 +159,19 @@ _RAW_TEXT = re.compile(r"<(script|style|template|noscript|textarea|title|iframe|
 _IMAGE_FROM_ELSEWHERE = re.compile(r"<img\b[^>]*>", re.I)
 
 
+def _attribute(tag, name):
+    """The raw value of attribute `name` in an HTML start tag (quoted either way or bare), or None."""
+    found = re.search(rf"""\b{name}\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", tag, re.I)
+    return next(g for g in found.groups() if g is not None) if found else None
+
+
 def _alt_text(match):
     """An image the page cannot show (any source but IMAGE_SOURCE's data) as its alt text; one it can, unchanged."""
     tag = match.group(0)
-    source = re.search(r"""\bsrc\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", tag, re.I)
-    if source and IMAGE_SOURCE.fullmatch(_normalise(next(g for g in source.groups() if g is not None))):
+    source = _attribute(tag, "src")
+    if source is not None and IMAGE_SOURCE.fullmatch(_normalise(source)):
         return tag
-    alt = re.search(r"""\balt\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", tag, re.I)
-    return html.escape(html.unescape(next((g for g in alt.groups() if g is not None), ""))) if alt else ""
+    return html.escape(html.unescape(_attribute(tag, "alt") or ""))
 
 
 # a failed test's message wraps at the page's width instead of running off to the right in one line
